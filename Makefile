@@ -1,0 +1,27 @@
+# pbmserv: make run (serve on 127.0.0.1:2525 with SQLite), make test (the whole suite)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint check clean bench
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/pbmserv serve
+
+test: $(STAMP)
+	$(BIN)/ruff check pbmserv tests bench migrations
+	$(BIN)/mypy
+	$(BIN)/pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python bench/load.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

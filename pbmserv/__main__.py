@@ -1,0 +1,3 @@
+from pbmserv.cli import main
+
+main()

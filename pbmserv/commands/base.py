@@ -1,0 +1,147 @@
+"""Mail commands: one small class each, found through a registry by name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from sqlalchemy.orm import Session
+
+from pbmserv.config import Settings
+from pbmserv.db.models import Board
+from pbmserv.games import AnyEngine, get_engine
+
+
+class CommandError(Exception):
+    """The command cannot be carried out; the message tells the player why."""
+
+    def __init__(self, message: str, *, usage: bool = False, board: Board | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.usage = usage
+        self.board = board
+
+
+@dataclass
+class Result:
+    """What one command did: reply text, and the subject it suggests for the reply."""
+
+    text: str
+    subject: str | None = None
+
+
+@dataclass
+class BoardMail:
+    to: str
+    subject: str
+    body: str
+
+
+@dataclass
+class Context:
+    session: Session
+    settings: Settings
+    sender: str
+    comment: str = ""
+    board_mails: list[BoardMail] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One command line, split: ``game`` is set for game commands (``amoeba move ...``)."""
+
+    line: str
+    verb: str
+    args: list[str]
+    game: AnyEngine | None = None
+
+
+class Command:
+    name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
+    #: the arguments after the verb, as shown in usage lines
+    arguments: ClassVar[str] = ""
+    summary: ClassVar[str]
+    #: written after a game name: ``<game> <verb> ...``
+    per_game: ClassVar[bool] = False
+    #: indexes (into args) of passwords, masked whenever a command is quoted
+    secret_args: ClassVar[tuple[int, ...]] = ()
+    #: the help topic (templates/help/<topic>.txt.j2) that explains it at length
+    topic: ClassVar[str | None] = None
+    #: the fewest and most arguments accepted (None: no upper bound)
+    min_args: ClassVar[int] = 0
+    max_args: ClassVar[int | None] = None
+
+    def usage(self, game: str = "game") -> str:
+        head = f"{game} {self.name}" if self.per_game else self.name
+        return f"{head} {self.arguments}".strip()
+
+    def secrets(self, inv: Invocation) -> tuple[int, ...]:
+        return self.secret_args
+
+    def masked(self, inv: Invocation) -> str:
+        hidden = self.secrets(inv)
+        args = ["*****" if i in hidden else a for i, a in enumerate(inv.args)]
+        head = [inv.game.name, inv.verb] if inv.game else [inv.verb]
+        return " ".join(head + args)
+
+    def check_arity(self, inv: Invocation) -> None:
+        n = len(inv.args)
+        if n < self.min_args or (self.max_args is not None and n > self.max_args):
+            few = "few" if n < self.min_args else "many"
+            raise CommandError(f"too {few} words after {inv.verb!r}", usage=True)
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        raise NotImplementedError
+
+
+REGISTRY: dict[tuple[bool, str], Command] = {}
+_PRIMARY: list[Command] = []
+
+
+def command(cls: type[Command]) -> type[Command]:
+    """Class decorator: register a command under its name and aliases."""
+    instance = cls()
+    for word in (cls.name, *cls.aliases):
+        key = (cls.per_game, word)
+        if key in REGISTRY:
+            raise ValueError(f"command {word!r} registered twice")
+        REGISTRY[key] = instance
+    _PRIMARY.append(instance)
+    return cls
+
+
+def all_commands() -> list[Command]:
+    return list(_PRIMARY)
+
+
+def lookup(line: str) -> tuple[Command, Invocation]:
+    """The command a line names; raises CommandError saying what is unknown."""
+    words = line.split()
+    if not words:
+        raise CommandError("the command line is empty")
+    first = words[0].lower()
+    engine = get_engine(first)
+    if engine is not None:
+        verb = words[1].lower() if len(words) > 1 else "help"
+        found = REGISTRY.get((True, verb))
+        if found is None:
+            verbs = ", ".join(c.name for c in all_commands() if c.per_game)
+            raise CommandError(
+                f"{engine.name} has no command {words[1]!r}; its commands are: {verbs}"
+            )
+        return found, Invocation(line, verb, words[2:], engine)
+    found = REGISTRY.get((False, first))
+    if found is None:
+        raise CommandError(
+            f"{words[0]!r} is neither a command nor a game; send 'help' for the list"
+        )
+    return found, Invocation(line, first, words[1:])
+
+
+def is_command(line: str) -> bool:
+    words = line.split()
+    return bool(words) and (
+        get_engine(words[0]) is not None or (False, words[0].lower()) in REGISTRY
+    )
+

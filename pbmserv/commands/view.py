@@ -1,0 +1,135 @@
+"""Game commands that only look: show, games, preview, moves."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from pbmserv.accounts import existing_user
+from pbmserv.boards import load_board, parse_board_ref, position_at, position_of
+from pbmserv.commands.base import Command, CommandError, Context, Invocation, Result, command
+from pbmserv.commands.play import game_of
+from pbmserv.db.models import Board, BoardPlayer
+from pbmserv.games.base import RuleError
+from pbmserv.render import render
+from pbmserv.summary import board_summary, diagram, status_line
+
+GAME_FILTERS = ("active", "all", "inactive", "next")
+
+
+def user_boards(ctx: Context, inv: Invocation, userid: str, which: str) -> Result:
+    engine = game_of(inv)
+    if which not in GAME_FILTERS:
+        raise CommandError(f"choose one of {', '.join(GAME_FILTERS)}, not {which!r}", usage=True)
+    user = existing_user(ctx.session, userid)
+    query = (
+        select(Board).join(BoardPlayer)
+        .where(Board.game == engine.name, BoardPlayer.user_id == user.id)
+        .order_by(Board.number)
+    )
+    if which in ("active", "next"):
+        query = query.where(Board.finished.is_(False))
+    elif which == "inactive":
+        query = query.where(Board.finished.is_(True))
+    boards = list(ctx.session.scalars(query).unique())
+    if which == "next":
+        boards = [b for b in boards
+                  if any(p.seat == b.to_move and p.user_id == user.id for p in b.players)]
+    rows = [(b, status_line(engine, b)) for b in boards]
+    return Result(
+        render("commands/games.txt.j2", engine=engine, user=user, which=which, rows=rows),
+        subject=f"{engine.title} boards of {user.userid}",
+    )
+
+
+@command
+class Show(Command):
+    name = "show"
+    per_game = True
+    arguments = "board[#n] | userid [active|all|inactive|next]"
+    summary = "the board (as it was after move n if given), or a player's boards"
+    min_args = 1
+    max_args = 2
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        engine = game_of(inv)
+        ref = inv.args[0]
+        if not ref.split("#")[0].isdigit():
+            which = inv.args[1].lower() if len(inv.args) > 1 else "active"
+            return user_boards(ctx, inv, ref, which)
+        number, at = parse_board_ref(ref)
+        board = load_board(ctx.session, engine, number)
+        if at is None:
+            text = board_summary(ctx.session, engine, board)
+        else:
+            text = render(
+                "commands/show_at.txt.j2", engine=engine, board=board, ply=at,
+                diagram=diagram(engine, position_at(ctx.session, engine, board, at)),
+            )
+        return Result(text, subject=f"{engine.title} Board {board.number}")
+
+
+@command
+class Games(Command):
+    name = "games"
+    per_game = True
+    arguments = "userid [active|all|inactive|next]"
+    summary = "a player's boards of this game; 'next': those waiting for their move"
+    min_args = 1
+    max_args = 2
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        which = inv.args[1].lower() if len(inv.args) > 1 else "active"
+        return user_boards(ctx, inv, inv.args[0], which)
+
+
+@command
+class Preview(Command):
+    name = "preview"
+    per_game = True
+    arguments = "board move..."
+    summary = "the board as it would be after these moves; nothing is stored"
+    min_args = 2
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        engine = game_of(inv)
+        number, _ = parse_board_ref(inv.args[0])
+        board = load_board(ctx.session, engine, number)
+        pos = position_of(engine, board)
+        played: list[str] = []
+        for text in inv.args[1:]:
+            try:
+                pos, notation = engine.play(pos, text)
+            except RuleError as exc:
+                done = f" after {' '.join(played)}" if played else ""
+                raise CommandError(f"{text} is not possible{done}: {exc}", board=board) from None
+            played.append(notation)
+        outcome = engine.outcome(pos)
+        return Result(
+            render("commands/preview.txt.j2", engine=engine, board=board, played=played,
+                   outcome=outcome, to_move=engine.seats[engine.to_move(pos)],
+                   diagram=diagram(engine, pos)),
+            subject=f"{engine.title} Board {board.number} preview",
+        )
+
+
+@command
+class Moves(Command):
+    name = "moves"
+    per_game = True
+    arguments = "board"
+    summary = "the legal moves of the player to move"
+    min_args = 1
+    max_args = 1
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        engine = game_of(inv)
+        number, _ = parse_board_ref(inv.args[0])
+        board = load_board(ctx.session, engine, number)
+        pos = position_of(engine, board)
+        moves = [] if board.finished else [engine.format_move(pos, m)
+                                            for m in engine.legal_moves(pos)]
+        return Result(
+            render("commands/moves.txt.j2", engine=engine, board=board, moves=moves,
+                   status=status_line(engine, board)),
+            subject=f"{engine.title} Board {board.number} moves",
+        )

@@ -1,0 +1,146 @@
+"""The one interface every game engine implements.
+
+Engines are pure: they know positions and moves, nothing of databases, mail or
+templates.  A position is an immutable value; ``apply`` returns a new one, so a
+stored board is advanced by one move without replaying the game.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+
+class RuleError(ValueError):
+    """A move or option that the rules refuse; the message says why, for a player."""
+
+
+class MoveSyntaxError(RuleError):
+    """Move text that cannot be read at all."""
+
+
+class IllegalMoveError(RuleError):
+    """A well-formed move that the rules do not allow in this position."""
+
+
+class OptionError(RuleError):
+    """An unknown or conflicting challenge option."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a game ended: ``winner`` is a seat (0 first player) or None for a draw."""
+
+    winner: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class GameOption:
+    flag: str
+    summary: str
+
+
+P = TypeVar("P")
+M = TypeVar("M")
+
+
+class Engine(ABC, Generic[P, M]):
+    """Rules of one game.  ``P`` is its position type, ``M`` its move type."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    seats: ClassVar[tuple[str, ...]] = ("first", "second")
+    options: ClassVar[tuple[GameOption, ...]] = ()
+    #: groups of flags of which at most one may be given
+    exclusive_options: ClassVar[tuple[frozenset[str], ...]] = ()
+    move_forms: ClassVar[tuple[str, ...]] = ()
+
+    # -- options ------------------------------------------------------------------
+    def check_options(self, flags: Iterable[str]) -> tuple[str, ...]:
+        """Validate challenge flags; returns them canonical (lower case, sorted, unique)."""
+        known = {opt.flag for opt in self.options}
+        chosen: set[str] = set()
+        for raw in flags:
+            flag = raw.strip().lower()
+            if not flag.startswith("-"):
+                flag = "-" + flag
+            if flag not in known:
+                valid = ", ".join(sorted(known)) or "none"
+                raise OptionError(f"unknown option {raw!r} for {self.name}; valid options: {valid}")
+            chosen.add(flag)
+        for group in self.exclusive_options:
+            both = sorted(chosen & group)
+            if len(both) > 1:
+                raise OptionError(f"options {' and '.join(both)} cannot be combined")
+        return tuple(sorted(chosen))
+
+    # -- positions ----------------------------------------------------------------
+    @abstractmethod
+    def new(self, options: Sequence[str] = ()) -> P:
+        """The start position for already-checked options."""
+
+    @abstractmethod
+    def to_move(self, pos: P) -> int:
+        """The seat whose turn it is."""
+
+    @abstractmethod
+    def legal_moves(self, pos: P) -> list[M]:
+        """Every legal move of the player to move (empty when the game is over)."""
+
+    @abstractmethod
+    def parse_move(self, pos: P, text: str) -> M:
+        """Read a move and check it is legal here; raises a RuleError saying why not."""
+
+    @abstractmethod
+    def format_move(self, pos: P, move: M) -> str:
+        """Canonical notation of a legal move in ``pos``."""
+
+    @abstractmethod
+    def apply(self, pos: P, move: M) -> P:
+        """The position after a legal move."""
+
+    @abstractmethod
+    def outcome(self, pos: P) -> Outcome | None:
+        """The result if the game is over in ``pos``, else None."""
+
+    @abstractmethod
+    def serialize(self, pos: P) -> str:
+        """Compact text that ``deserialize`` turns back into the same position."""
+
+    @abstractmethod
+    def deserialize(self, text: str) -> P:
+        """Inverse of ``serialize``."""
+
+    @abstractmethod
+    def view(self, pos: P) -> dict[str, Any]:
+        """Plain data for the board template (``boards/<name>.txt.j2``)."""
+
+    # -- helpers built on the interface --------------------------------------------
+    def play(self, pos: P, text: str) -> tuple[P, str]:
+        """Parse, check and apply one move; returns the new position and the canonical text."""
+        if self.outcome(pos) is not None:
+            raise IllegalMoveError("the game is already over")
+        move = self.parse_move(pos, text)
+        return self.apply(pos, move), self.format_move(pos, move)
+
+    def play_all(self, pos: P, texts: Iterable[str]) -> P:
+        for text in texts:
+            pos, _ = self.play(pos, text)
+        return pos
+
+    def perft(self, pos: P, depth: int) -> int:
+        """Number of move sequences of ``depth`` moves (a finished game has none)."""
+        if depth == 0:
+            return 1
+        if self.outcome(pos) is not None:
+            return 0
+        moves = self.legal_moves(pos)
+        if depth == 1:
+            return len(moves)
+        return sum(self.perft(self.apply(pos, m), depth - 1) for m in moves)
+
+    def board_template(self) -> str:
+        return f"boards/{self.name}.txt.j2"

@@ -1,0 +1,70 @@
+"""The SMTP edge: refuse what is not ours, store what is, then answer 250."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP, Envelope, Session
+
+from pbmserv.config import Settings
+from pbmserv.db.session import Database
+from pbmserv.intake.store import store_message
+
+log = logging.getLogger(__name__)
+
+OK = "250 OK"
+OK_STORED = "250 2.0.0 Message accepted"
+OK_DUPLICATE = "250 2.0.0 Message already received"
+NO_SUCH_USER = "550 5.1.1 No such mailbox here: this server only takes mail for {}"
+STORE_FAILED = "451 4.3.0 Could not store the message; please try again later"
+
+
+class IntakeHandler:
+    """aiosmtpd handler: only the hooks it needs."""
+
+    def __init__(self, db: Database, settings: Settings,
+                 on_stored: Callable[[int], None] = lambda _id: None) -> None:
+        self.db = db
+        self.settings = settings
+        self.on_stored = on_stored
+
+    async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,
+                          address: str, rcpt_options: list[str]) -> str:
+        if address.lower() not in self.settings.addresses:
+            return NO_SUCH_USER.format(", ".join(self.settings.addresses))
+        envelope.rcpt_tos.append(address)
+        return OK
+
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        raw = envelope.original_content or envelope.content or b""
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8", "surrogateescape")
+        loop = asyncio.get_running_loop()
+        try:
+            stored = await loop.run_in_executor(
+                None, store_message, self.db, bytes(raw), envelope.mail_from or ""
+            )
+        except Exception:
+            log.exception("could not store a message")
+            return STORE_FAILED
+        if stored is None:
+            return OK_DUPLICATE
+        self.on_stored(stored)
+        return OK_STORED
+
+
+def make_controller(handler: IntakeHandler, host: str, port: int,
+                    settings: Settings) -> Controller:
+    kwargs: dict[str, Any] = {
+        "hostname": host,
+        "port": port,
+        "data_size_limit": settings.max_message_size,
+        "enable_SMTPUTF8": True,
+        "decode_data": False,
+        "ident": f"{settings.server_name} ESMTP",
+    }
+    return Controller(handler, server_hostname=settings.domain, **kwargs)

@@ -1,0 +1,120 @@
+"""Shared fixtures: a migrated database, settings with a Maildir, mail helpers."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+from collections.abc import Iterator
+from email import message_from_bytes, policy
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from pbmserv.config import Settings
+from pbmserv.db.migrate import upgrade
+from pbmserv.db.models import OutboxMessage
+from pbmserv.db.session import Database
+from pbmserv.intake.store import store_message
+from pbmserv.processing import process_message
+
+_counter = iter(range(1, 10**9))
+
+
+@pytest.fixture(scope="session")
+def migrated_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file built by the real migrations, copied for each test."""
+    path = tmp_path_factory.mktemp("template") / "template.sqlite3"
+    db = Database(f"sqlite:///{path}")
+    upgrade(db)
+    db.dispose()
+    return path
+
+
+@pytest.fixture
+def db_url(tmp_path: Path, migrated_file: Path) -> str:
+    path = tmp_path / "pbmserv.sqlite3"
+    shutil.copy(migrated_file, path)
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture
+def settings(tmp_path: Path, db_url: str) -> Settings:
+    return Settings(database_url=db_url, maildir=tmp_path / "mail")
+
+
+@pytest.fixture
+def db(settings: Settings) -> Iterator[Database]:
+    database = Database(settings.database_url)
+    yield database
+    database.dispose()
+
+
+def make_mail(subject: str, body: str = "", sender: str = "alice@example.org",
+              message_id: str | None = None, **headers: str) -> bytes:
+    msg = EmailMessage()
+    msg["From"] = sender
+    msg["To"] = "pbmserv@localhost"
+    msg["Subject"] = subject
+    msg["Message-ID"] = message_id or f"<test{next(_counter)}@example.org>"
+    for name, value in headers.items():
+        msg[name.replace("_", "-")] = value
+    msg.set_content(body or "\n")
+    return msg.as_bytes()
+
+
+class Mailer:
+    """Drives mail through the real store and processor; reads the outbox."""
+
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self.db = db
+        self.settings = settings
+
+    def send(self, subject: str, body: str = "", sender: str = "alice@example.org",
+             **headers: str) -> list[OutboxMessage]:
+        return self.send_raw(make_mail(subject, body, sender, **headers), sender)
+
+    def send_raw(self, raw: bytes, envelope_from: str = "alice@example.org") -> list[OutboxMessage]:
+        stored = store_message(self.db, raw, envelope_from)
+        assert stored is not None
+        process_message(self.db, self.settings, stored)
+        with self.db.transaction() as session:
+            return list(session.scalars(
+                select(OutboxMessage).where(OutboxMessage.inbound_id == stored)
+                .order_by(OutboxMessage.id)
+            ))
+
+    def reply(self, subject: str, body: str = "", sender: str = "alice@example.org") -> str:
+        """Send a mail and return the body of the one reply to the sender."""
+        out = self.send(subject, body, sender)
+        replies = [m for m in out if m.in_reply_to]
+        assert len(replies) == 1, [m.subject for m in out]
+        return replies[0].body
+
+    def signup(self, *userids: str) -> None:
+        for uid in userids:
+            self.reply(f"signup {uid} pw-{uid}", sender=f"{uid}@example.org")
+
+
+@pytest.fixture
+def mailer(db: Database, settings: Settings) -> Mailer:
+    return Mailer(db, settings)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def read_maildir(maildir: Path) -> list[EmailMessage]:
+    new = maildir / "new"
+    if not new.is_dir():
+        return []
+    out = []
+    for path in sorted(new.iterdir(), key=lambda p: p.stat().st_mtime_ns):
+        msg = message_from_bytes(path.read_bytes(), policy=policy.default)
+        assert isinstance(msg, EmailMessage)
+        out.append(msg)
+    return out

@@ -1,0 +1,214 @@
+"""Every command of the contract, through the real store, processor and database."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from pbmserv.db.models import Board, OutboxMessage, User
+from pbmserv.db.session import Database
+from tests.conftest import Mailer
+
+
+def start_game(mailer: Mailer, *options: str) -> None:
+    mailer.signup("alice", "bob")
+    mailer.reply(f"honeydonuts challenge alice bob {' '.join(options)}".strip())
+
+
+def test_help_lists_every_command_and_game(mailer: Mailer) -> None:
+    text = mailer.reply("help")
+    for word in ("signup userid password [email]", "change password userid old new",
+                 "signoff userid password", "list [game...]",
+                 "challenge userid1 userid2 [-option...]", "move board userid password move[#n]",
+                 "resign board userid password", "preview board move...", "moves board",
+                 "honeydonuts"):
+        assert word in text
+    assert all(len(line) <= 76 for line in text.splitlines())
+
+
+def test_game_help_and_help_topics(mailer: Mailer) -> None:
+    text = mailer.reply("honeydonuts help")
+    assert "-simple" in text and "a1-a2" in text
+    assert mailer.reply("help honeydonuts").split("\n", 1)[1] == text.split("\n", 1)[1]
+    assert "move board userid password move[#n]" in mailer.reply("help move")
+    assert "no help topic 'dance'" in mailer.reply("help dance")
+
+
+def test_signup_and_duplicate(mailer: Mailer, db: Database) -> None:
+    assert "Welcome, alice!" in mailer.reply("signup alice s3cret")
+    assert "userid 'ALICE' is taken" in mailer.reply("signup ALICE other")
+    with db.transaction() as s:
+        user = s.scalar(select(User))
+        assert user is not None and user.email == "alice@example.org"
+        assert "s3cret" not in user.password_hash
+
+
+def test_signup_with_address_and_bad_input(mailer: Mailer) -> None:
+    assert "goes\nto al@other.org" in mailer.reply("signup al pw al@other.org")
+    assert "cannot be a userid" in mailer.reply("signup -x pw")
+    assert "not a mail address" in mailer.reply("signup carol pw nowhere")
+    text = mailer.reply("signup")
+    assert "too few words" in text and "Write it as: signup userid password [email]" in text
+
+
+def test_change_password_and_address(mailer: Mailer, db: Database) -> None:
+    mailer.signup("alice")
+    assert "password of alice has been changed" in mailer.reply(
+        "change password alice pw-alice newpw")
+    assert "do not match" in mailer.reply("change address alice pw-alice a@b.org")
+    assert "now goes to a@b.org" in mailer.reply("change address alice newpw a@b.org")
+    assert "do not match" in mailer.reply("change address alice NEWPW a@c.org")  # case counts
+
+
+def test_signoff_refused_while_playing_then_done(mailer: Mailer) -> None:
+    start_game(mailer)
+    assert "still plays honeydonuts 101" in mailer.reply("signoff bob pw-bob", sender="b@x.org")
+    mailer.reply("honeydonuts resign 101 bob pw-bob")
+    assert "is closed" in mailer.reply("signoff bob pw-bob")
+    assert "there is no user 'bob'" in mailer.reply("honeydonuts challenge alice bob")
+    assert "Welcome, bob!" in mailer.reply("signup bob again")  # the userid is free again
+
+
+def test_challenge_starts_board_and_mails_both_players(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    out = mailer.send("honeydonuts challenge alice bob", sender="carol@example.org")
+    assert [m.to_addr for m in out] == ["carol@example.org", "alice@example.org",
+                                        "bob@example.org"]
+    assert out[1].subject == "New Honeydonuts Board 101 alice"
+    assert "It is alice's turn (Red), move 1." in out[1].body
+    assert "A new board has been started." in out[1].body
+    second = mailer.send("honeydonuts chall bob alice -SIMPLE")
+    assert second[0].subject == "New Honeydonuts Board 102 bob"
+    assert "Options: -simple" in second[0].body
+
+
+def test_challenge_checks_options_and_users(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    text = mailer.reply("honeydonuts challenge alice bob -large")
+    assert "unknown option '-large' for honeydonuts; valid options: -simple" in text
+    assert "there is no user 'zed'" in mailer.reply("honeydonuts challenge alice zed")
+    text = mailer.reply("honeydonuts challenge alice")
+    assert "too few words after 'challenge'" in text
+    assert "Write it as: honeydonuts challenge userid1 userid2 [-option...]" in text
+    assert "needs exactly 2 userids" in mailer.reply("honeydonuts challenge a b c")
+
+
+def test_move_flow_with_comment_and_move_numbers(mailer: Mailer) -> None:
+    start_game(mailer)
+    out = mailer.send("honeydonuts move 101 alice pw-alice a2-a3#1", "Your move!\n\n-- \nsig")
+    reply, board_mail = out
+    assert reply.to_addr == "alice@example.org" and reply.subject == "Honeydonuts Board 101 bob"
+    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in reply.body
+    assert board_mail.to_addr == "bob@example.org"
+    assert board_mail.subject == "Honeydonuts Board 101 bob **"
+    assert "alice writes:\n  Your move!" in board_mail.body and "sig" not in board_mail.body
+    assert "1. a1-a2" in board_mail.body
+    stale = mailer.reply("honeydonuts move 101 bob pw-bob e1-e2#1", sender="bob@example.org")
+    assert "this would be move 2 of board 101, not move 1" in stale
+    assert "Honeydonuts Board 101" in stale  # the board comes with the error
+    early = mailer.reply("honeydonuts move 101 alice pw-alice a1-a2")
+    assert "it is bob's turn, not yours" in early
+    out = mailer.send("honeydonuts board 101 bob pw-bob e1-e2#2", sender="bob@example.org")
+    assert out[0].subject == "Honeydonuts Board 101 alice"
+    assert "1. a1-a2             e1-e2" in out[0].body
+
+
+def test_illegal_move_says_why_and_changes_nothing(mailer: Mailer, db: Database) -> None:
+    start_game(mailer)
+    out = mailer.send("honeydonuts move 101 alice pw-alice b2-a2")
+    assert len(out) == 1  # no board mail
+    assert out[0].subject == "Honeydonuts Board 101 Error"
+    assert "b2-a2 is not possible here: that move would push your own King" in out[0].body
+    assert "> honeydonuts move 101 alice ***** b2-a2" in out[0].body
+    assert "wrong" not in out[0].body
+    out = mailer.send("honeydonuts move 101 alice wrong a1-a2")
+    assert "userid 'alice' and that password do not match" in out[0].body
+    assert "wrong" not in out[0].body
+    with db.transaction() as s:
+        board = s.scalar(select(Board))
+        assert board is not None and board.ply == 0
+
+
+def test_outsider_and_unknown_board(mailer: Mailer) -> None:
+    start_game(mailer)
+    mailer.signup("carol")
+    assert "carol does not play honeydonuts board 101" in mailer.reply(
+        "honeydonuts move 101 carol pw-carol a1-a2")
+    assert "there is no honeydonuts board 999" in mailer.reply(
+        "honeydonuts move 999 alice pw-alice a1-a2")
+
+
+def test_resign_as_command_and_as_move(mailer: Mailer) -> None:
+    start_game(mailer)
+    out = mailer.send("honeydonuts resign 101 alice pw-alice")
+    assert out[0].subject == "Honeydonuts Board 101 Game over"
+    assert "Game won by bob (Blue): alice resigned." in out[1].body
+    assert "is over" in mailer.reply("honeydonuts move 101 bob pw-bob e1-e2")
+    mailer.reply("honeydonuts challenge alice bob")
+    text = mailer.reply("honeydonuts move 102 alice pw-alice resign#1")
+    assert "Game won by bob (Blue): alice resigned." in text
+
+
+def test_winning_move_ends_the_game(mailer: Mailer) -> None:
+    start_game(mailer)
+    mailer.reply("honeydonuts move 101 alice pw-alice a1-b1")
+    mailer.reply("honeydonuts move 101 bob pw-bob c5-d4")
+    out = mailer.send("honeydonuts move 101 alice pw-alice b1-c2")  # row b1..e2: e2 falls
+    assert out[0].subject == "Honeydonuts Board 101 Game over"
+    assert "Game won by alice (Red): Blue's King was pushed off the board." in out[1].body
+    assert "To move:" not in out[1].body
+    assert "There are no moves to make." in mailer.reply("honeydonuts moves 101")
+
+
+def test_show_games_preview_moves(mailer: Mailer) -> None:
+    start_game(mailer)
+    mailer.reply("honeydonuts move 101 alice pw-alice a1-a2")
+    shown = mailer.reply("honeydonuts show 101")
+    assert "Summary of Honeydonuts Board 101" in shown and "1. a1-a2" in shown
+    at0 = mailer.reply("honeydonuts show 101#0")
+    assert "after move 0 (of 1)" in at0 and "a  r   R   r  a" in at0
+    assert "board 101 has moves 1 to 1; there is no #5" in mailer.reply("honeydonuts show 101#5")
+    games = mailer.reply("honeydonuts games bob next")
+    assert "101   alice vs bob: It is bob's turn (Blue), move 2." in games
+    assert "none" in mailer.reply("honeydonuts show alice next")
+    preview = mailer.reply("honeydonuts preview 101 e1-e2 a3-a2")
+    assert "after e1-e2 a3-a2" in preview and "Blue would be to move." in preview
+    bad = mailer.reply("honeydonuts preview 101 e1-e2 a3-a2 a1-a9")
+    assert "a1-a9 is not possible after e1-e2 a3-a2: there is no cell a9" in bad
+    legal = mailer.reply("honeydonuts moves 101")
+    assert "12 legal moves:" in legal and "e1-e2" in legal
+    listing = mailer.reply("list honeydonuts")
+    assert "101   alice vs bob: It is bob's turn" in listing
+    assert "honeydonuts   Honeydonuts, 1 board in play" in mailer.reply("list")
+
+
+def test_multiple_runs_every_line_with_one_reply(mailer: Mailer) -> None:
+    out = mailer.send("multiple", "signup alice pw1\nsignup bob pw2 bob@example.org\n"
+                      "honeydonuts challenge alice bob\nbogus line\n\nnot a command")
+    assert out[0].subject == "pbmserv: 4 commands, 1 refused"
+    body = out[0].body
+    assert body.count("> ") >= 4 and "'bogus' is neither a command nor a game" in body
+    assert "not a command" not in body
+    assert {m.to_addr for m in out[1:]} == {"alice@example.org", "bob@example.org"}
+
+
+def test_command_in_body_and_subject_prefixes(mailer: Mailer) -> None:
+    assert "Welcome, alice!" in mailer.reply("", "signup alice pw\nthanks")
+    assert "Welcome, bob!" in mailer.reply("Re: Fwd: AW: signup bob pw")
+    assert "Welcome, carol!" in mailer.reply("hello there", "> quoted\n\nsignup carol pw")
+
+
+def test_no_command_found(mailer: Mailer) -> None:
+    text = mailer.reply("", "\n")
+    assert "I found no command in your mail" in text
+    assert "'hello' is neither a command nor a game" in mailer.reply("hello world", "hi")
+
+
+def test_passwords_never_leave_the_server(mailer: Mailer, db: Database) -> None:
+    start_game(mailer)
+    mailer.send("honeydonuts move 101 alice pw-alice a1-a2")
+    mailer.send("change password bob pw-bob topsecret")
+    mailer.send("honeydonutz move 101 bob topsecret e1-e2")
+    with db.transaction() as s:
+        bodies = [m.subject + m.body for m in s.scalars(select(OutboxMessage))]
+    assert bodies and not any("pw-alice" in b or "topsecret" in b or "pw-bob" in b
+                              for b in bodies)
