@@ -61,7 +61,7 @@ def make_mail(subject: str, body: str = "", sender: str = "alice@example.org",
     for name, value in headers.items():
         msg[name.replace("_", "-")] = value
     msg.set_content(body or "\n")
-    return msg.as_bytes()
+    return msg.as_bytes(policy=policy.SMTP)
 
 
 class Mailer:

@@ -1,0 +1,86 @@
+"""The command line: rules tools and the stdin intake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import func, select
+
+from pbmserv.cli import EX_TEMPFAIL, EX_UNAVAILABLE, main
+from pbmserv.config import Settings
+from pbmserv.db.models import InboundMessage
+from pbmserv.db.session import Database
+from tests.conftest import make_mail, read_maildir
+
+
+def run(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = None):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, list(args), env=env, input=stdin)
+
+
+def test_rules_moves_prints_the_twelve_first_moves() -> None:
+    result = run("rules", "moves", "honeydonuts")
+    assert result.exit_code == 0
+    assert len(result.output.split()) == 12 and "a1-a2" in result.output.split()
+
+
+def test_rules_perft_and_after_and_options() -> None:
+    assert run("rules", "perft", "honeydonuts", "2").output.strip() == "144"
+    assert run("rules", "perft", "honeydonuts", "4", "-o", "-simple").output.strip() == "22632"
+    after = run("rules", "moves", "honeydonuts", "--after", "a1-b1 c5-d4 b1-c2")
+    assert after.exit_code == 0 and after.output == ""  # game over: no moves
+    assert run("rules", "perft", "honeydonuts", "1", "--after", "a1-b1 c5-d4 b1-c2"
+               ).output.strip() == "0"
+
+
+def test_rules_show_and_errors() -> None:
+    shown = run("rules", "show", "honeydonuts", "--after", "a1-a2")
+    assert "a  r   r   R  a" in shown.output and "Blue to move." in shown.output
+    bad = run("rules", "moves", "honeydonuts", "--after", "b2-a2")
+    assert bad.exit_code == 1 and "your own King" in bad.output
+    assert run("rules", "moves", "chess").exit_code == 2
+    assert "unknown option '-x'" in run("rules", "moves", "honeydonuts", "-o", "-x").output
+
+
+def env_for(settings: Settings) -> dict[str, str]:
+    return {"PBMSERV_DATABASE_URL": settings.database_url,
+            "PBMSERV_MAILDIR": str(settings.maildir)}
+
+
+def test_deliver_stores_processes_and_replies(settings: Settings, db: Database) -> None:
+    result = run("deliver", "--sender", "alice@example.org", env=env_for(settings),
+                 stdin=make_mail("signup alice pw"))
+    assert result.exit_code == 0, result.output
+    [reply] = read_maildir(settings.maildir)
+    assert reply["Subject"] == "pbmserv: welcome, alice"
+    again = run("deliver", env=env_for(settings), stdin=make_mail("help", message_id="<a@b>"))
+    twice = run("deliver", env=env_for(settings), stdin=make_mail("help", message_id="<a@b>"))
+    assert again.exit_code == twice.exit_code == 0
+    assert len(read_maildir(settings.maildir)) == 2
+
+
+def test_deliver_on_a_new_database_creates_it(tmp_path: Path) -> None:
+    env = {"PBMSERV_DATABASE_URL": f"sqlite:///{tmp_path / 'new.sqlite3'}",
+           "PBMSERV_MAILDIR": str(tmp_path / "mail")}
+    assert run("deliver", env=env, stdin=make_mail("help")).exit_code == 0
+    assert len(read_maildir(tmp_path / "mail")) == 1
+
+
+def test_deliver_tempfails_when_it_cannot_store(tmp_path: Path) -> None:
+    env = {"PBMSERV_DATABASE_URL": "sqlite:////dev/null/cannot/pbmserv.sqlite3"}
+    result = run("deliver", env=env, stdin=make_mail("help"))
+    assert result.exit_code == EX_TEMPFAIL
+
+
+def test_deliver_refuses_oversized(settings: Settings, db: Database) -> None:
+    big = make_mail("help", "x\n" * settings.max_message_size)
+    assert run("deliver", env=env_for(settings), stdin=big).exit_code == EX_UNAVAILABLE
+    with db.transaction() as s:
+        assert s.scalar(select(func.count()).select_from(InboundMessage)) == 0
+
+
+@pytest.mark.parametrize("command", [("db", "upgrade"), ("work",)])
+def test_admin_commands_run(settings: Settings, command: tuple[str, ...]) -> None:
+    result = run(*command, env=env_for(settings))
+    assert result.exit_code == 0, result.output

@@ -1,0 +1,109 @@
+"""A real SMTP session against the real listener, workers and Maildir."""
+
+from __future__ import annotations
+
+import smtplib
+import time
+from collections.abc import Iterator
+from email.message import EmailMessage
+
+import pytest
+from sqlalchemy import func, select
+
+from pbmserv.config import Settings
+from pbmserv.db.models import InboundMessage
+from pbmserv.db.session import Database
+from pbmserv.server import Server
+from tests.conftest import free_port, make_mail, read_maildir
+
+
+@pytest.fixture
+def server(db: Database, settings: Settings) -> Iterator[Server]:
+    srv = Server(db, settings, "127.0.0.1", free_port(), send_interval=0.2)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def smtp(server: Server) -> Iterator[smtplib.SMTP]:
+    with smtplib.SMTP(server.controller.hostname, server.controller.port, timeout=10) as client:
+        yield client
+
+
+def wait_for_mail(settings: Settings, count: int, limit: float = 20.0) -> list[EmailMessage]:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        mails = read_maildir(settings.maildir)
+        if len(mails) >= count:
+            return mails
+        time.sleep(0.05)
+    raise AssertionError(f"expected {count} mails, got {len(read_maildir(settings.maildir))}")
+
+
+def test_unknown_recipient_is_refused(smtp: smtplib.SMTP) -> None:
+    smtp.ehlo()
+    smtp.mail("alice@example.org")
+    code, text = smtp.rcpt("someone@elsewhere.org")
+    assert code == 550 and b"pbmserv@localhost" in text
+
+
+def test_oversized_mail_is_refused(server: Server, settings: Settings) -> None:
+    big = make_mail("help", ("x" * 70 + "\n") * (settings.max_message_size // 70 + 10))
+    address = (server.controller.hostname, server.controller.port)
+    with smtplib.SMTP(*address) as client, pytest.raises(smtplib.SMTPResponseException) as err:
+        client.sendmail("alice@example.org", ["pbmserv@localhost"], big)  # refused at SIZE=
+    assert err.value.smtp_code == 552
+    with smtplib.SMTP(*address) as client:
+        client.helo()  # plain SMTP: no SIZE announced, refused after DATA
+        with pytest.raises(smtplib.SMTPDataError) as err2:
+            client.sendmail("alice@example.org", ["pbmserv@localhost"], big)
+        assert err2.value.smtp_code == 552
+
+
+def test_game_over_smtp(smtp: smtplib.SMTP, settings: Settings) -> None:
+    def send(subject: str, sender: str) -> None:
+        smtp.sendmail(sender, ["pbmserv@localhost"], make_mail(subject, sender=sender))
+
+    send("signup alice pw-a", "alice@example.org")
+    send("signup bob pw-b", "bob@example.org")
+    send("honeydonuts challenge alice bob", "alice@example.org")
+    send("honeydonuts move 101 alice pw-a a1-a2#1", "alice@example.org")
+    mails = wait_for_mail(settings, 6)
+    subjects = [(m["To"], m["Subject"]) for m in mails]
+    assert ("alice@example.org", "pbmserv: welcome, alice") in subjects
+    assert ("bob@example.org", "New Honeydonuts Board 101 alice") in subjects
+    assert ("alice@example.org", "Honeydonuts Board 101 bob") in subjects
+    assert ("bob@example.org", "Honeydonuts Board 101 bob") in subjects
+    reply = next(m for m in mails if m["Subject"] == "pbmserv: welcome, alice")
+    assert reply["Auto-Submitted"] == "auto-replied" and reply["In-Reply-To"]
+    assert all(len(line) <= 76 for m in mails for line in m.get_content().splitlines())
+
+
+def test_same_message_id_twice_is_applied_once(smtp: smtplib.SMTP, settings: Settings,
+                                                db: Database) -> None:
+    raw = make_mail("signup alice pw", message_id="<once@example.org>")
+    smtp.sendmail("alice@example.org", ["pbmserv@localhost"], raw)
+    smtp.sendmail("alice@example.org", ["pbmserv@localhost"], raw)
+    mails = wait_for_mail(settings, 1)
+    time.sleep(0.5)
+    assert len(read_maildir(settings.maildir)) == len(mails) == 1
+    with db.transaction() as s:
+        assert s.scalar(select(func.count()).select_from(InboundMessage)) == 1
+
+
+def test_bounces_and_garbage_are_stored_not_answered(smtp: smtplib.SMTP, settings: Settings,
+                                                      db: Database) -> None:
+    smtp.sendmail("<>", ["pbmserv@localhost"], make_mail("help", sender="mailer-daemon@x.org"))
+    smtp.sendmail("a@example.org", ["pbmserv@localhost"],
+                  make_mail("help", **{"Auto-Submitted": "auto-replied"}))
+    smtp.sendmail("a@example.org", ["pbmserv@localhost"], b"\x00\x01\x02\xff" * 100)
+    smtp.sendmail("a@example.org", ["pbmserv@localhost"], make_mail("help"))
+    wait_for_mail(settings, 2)
+    time.sleep(0.5)
+    # the garbage came from a real sender: it is told no command was found
+    assert sorted(m["Subject"] for m in read_maildir(settings.maildir)) == [
+        "pbmserv help", "pbmserv: no command found"]
+    with db.transaction() as s:
+        statuses = sorted(s.scalars(select(InboundMessage.status)))
+    assert statuses == ["done", "done", "ignored", "ignored"]
