@@ -118,3 +118,31 @@ def read_maildir(maildir: Path) -> list[EmailMessage]:
         assert isinstance(msg, EmailMessage)
         out.append(msg)
     return out
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database (needs PBMSERV_TEST_POSTGRES_URL)."""
+    import os
+    import uuid
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    base = os.environ.get("PBMSERV_TEST_POSTGRES_URL")
+    if not base:
+        pytest.skip("PBMSERV_TEST_POSTGRES_URL is not set")
+    name = f"pbmserv_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(base).set(database=name).render_as_string(hide_password=False)
+    database = Database(url)
+    upgrade(database)
+    database.dispose()
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

@@ -1,0 +1,96 @@
+"""Two processes at the same board at the same instant, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from pbmserv.config import Settings
+from pbmserv.db.models import Board, Move, OutboxMessage
+from pbmserv.db.session import Database
+from tests.conftest import Mailer, make_mail
+
+
+def deliver_at_once(url: str, maildir: Path, mails: list[bytes]) -> None:
+    env = dict(os.environ, PBMSERV_DATABASE_URL=url, PBMSERV_MAILDIR=str(maildir))
+    procs = [subprocess.Popen([sys.executable, "-m", "pbmserv", "deliver"], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT) for _ in mails]
+    for proc, raw in zip(procs, mails, strict=True):  # both are waiting on stdin: go
+        assert proc.stdin is not None
+        proc.stdin.write(raw)
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.close()
+    outputs = [proc.stdout.read() if proc.stdout else b"" for proc in procs]
+    for proc in procs:
+        proc.wait(timeout=120)
+    assert [proc.returncode for proc in procs] == [0] * len(procs), outputs
+
+
+def race_two_moves(url: str, tmp_path: Path) -> None:
+    db = Database(url)
+    settings = Settings(database_url=url, maildir=tmp_path / "mail")
+    mailer = Mailer(db, settings)
+    mailer.signup("alice", "bob")
+    mailer.reply("honeydonuts challenge alice bob")
+    deliver_at_once(url, settings.maildir, [
+        make_mail("honeydonuts move 101 alice pw-alice a1-a2", sender="alice@example.org"),
+        make_mail("honeydonuts move 101 alice pw-alice a1-b1", sender="alice@example.org"),
+    ])
+    with db.transaction() as s:
+        moves = list(s.scalars(select(Move.notation)))
+        board = s.scalar(select(Board))
+        replies = [m.body for m in s.scalars(select(OutboxMessage)
+                                             .where(OutboxMessage.in_reply_to.is_not(None)))]
+    db.dispose()
+    assert len(moves) == 1 and board is not None and board.ply == 1
+    assert sum("has been played" in r for r in replies) == 1
+    assert sum("it is bob's turn, not yours" in r for r in replies) == 1
+
+
+def race_two_challenges(url: str, tmp_path: Path) -> None:
+    db = Database(url)
+    settings = Settings(database_url=url, maildir=tmp_path / "mail2")
+    Mailer(db, settings).signup("carol", "dave")
+    deliver_at_once(url, settings.maildir, [
+        make_mail("honeydonuts challenge carol dave"),
+        make_mail("honeydonuts challenge dave carol"),
+    ])
+    with db.transaction() as s:
+        numbers = sorted(s.scalars(select(Board.number)))
+    db.dispose()
+    assert numbers[-2:] == [numbers[-2], numbers[-2] + 1]
+
+
+def test_sqlite_two_moves_at_once(db_url: str, tmp_path: Path) -> None:
+    race_two_moves(db_url, tmp_path)
+
+
+@pytest.mark.postgres
+def test_postgres_two_moves_at_once(pg_url: str, tmp_path: Path) -> None:
+    race_two_moves(pg_url, tmp_path)
+
+
+@pytest.mark.postgres
+def test_postgres_two_challenges_at_once(pg_url: str, tmp_path: Path) -> None:
+    race_two_challenges(pg_url, tmp_path)
+
+
+@pytest.mark.postgres
+def test_postgres_whole_game(pg_url: str, tmp_path: Path) -> None:
+    db = Database(pg_url)
+    mailer = Mailer(db, Settings(database_url=pg_url, maildir=tmp_path / "mail"))
+    mailer.signup("alice", "bob")
+    mailer.reply("honeydonuts challenge alice bob")
+    mailer.reply("honeydonuts move 101 alice pw-alice a1-b1#1")
+    mailer.reply("honeydonuts move 101 bob pw-bob c5-d4#2")
+    text = mailer.reply("honeydonuts move 101 alice pw-alice b1-c2#3")
+    assert "Game won by alice (Red): Blue's King was pushed off the board." in text
+    assert "honeydonuts   Honeydonuts, 0 boards in play" in mailer.reply("list")
+    db.dispose()
