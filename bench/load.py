@@ -101,7 +101,7 @@ class Client:
 
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -190,8 +190,8 @@ def main() -> None:
     print("reply latency ms: p50={:.0f} p90={:.0f} p99={:.0f} max={:.0f} mean={:.0f}".format(
         *(1000 * percentile(latencies, p) for p in (50, 90, 99, 100)),
         1000 * statistics.mean(latencies)))
-    print("SMTP 250 latency ms: p50={:.0f} p99={:.0f}".format(
-        1000 * percentile(acks, 50), 1000 * percentile(acks, 99)))
+    ack50, ack99 = (1000 * percentile(acks, p) for p in (50, 99))
+    print(f"SMTP 250 latency ms: p50={ack50:.0f} p99={ack99:.0f}")
 
 
 if __name__ == "__main__":
