@@ -70,10 +70,12 @@ def serve(settings: Settings, host: str, port: int) -> None:
 
 
 @main.command()
-@click.option("--sender", "envelope_from", default="", help="Envelope sender (Postfix: ${sender}).")
+@click.option("--sender", "sender", default=None,
+              help="Envelope sender (Postfix: ${sender}); empty means a bounce.")
 @click.pass_obj
-def deliver(settings: Settings, envelope_from: str) -> None:
+def deliver(settings: Settings, sender: str | None) -> None:
     """Take one message on standard input (for an MTA pipe); exit 75 if it cannot be stored."""
+    envelope_from = "" if sender is None else (sender.strip() or "<>")
     raw = sys.stdin.buffer.read()
     if len(raw) > settings.max_message_size:
         click.echo(f"pbmserv: message larger than {settings.max_message_size} bytes", err=True)

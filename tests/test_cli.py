@@ -60,6 +60,14 @@ def test_deliver_stores_processes_and_replies(settings: Settings, db: Database) 
     assert len(read_maildir(settings.maildir)) == 2
 
 
+def test_deliver_with_null_sender_is_not_answered(settings: Settings, db: Database) -> None:
+    result = run("deliver", "--sender", "", env=env_for(settings), stdin=make_mail("help"))
+    assert result.exit_code == 0
+    assert read_maildir(settings.maildir) == []
+    with db.transaction() as s:
+        assert s.scalar(select(InboundMessage.error)) == "bounce"
+
+
 def test_deliver_on_a_new_database_creates_it(tmp_path: Path) -> None:
     env = {"PBMSERV_DATABASE_URL": f"sqlite:///{tmp_path / 'new.sqlite3'}",
            "PBMSERV_MAILDIR": str(tmp_path / "mail")}

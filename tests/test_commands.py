@@ -28,6 +28,7 @@ def test_help_lists_every_command_and_game(mailer: Mailer) -> None:
 def test_game_help_and_help_topics(mailer: Mailer) -> None:
     text = mailer.reply("honeydonuts help")
     assert "-simple" in text and "a1-a2" in text
+    assert all(len(line) <= 76 for line in text.splitlines())
     assert mailer.reply("help honeydonuts").split("\n", 1)[1] == text.split("\n", 1)[1]
     assert "move board userid password move[#n]" in mailer.reply("help move")
     assert "no help topic 'dance'" in mailer.reply("help dance")

@@ -46,7 +46,7 @@ class IntakeHandler:
         loop = asyncio.get_running_loop()
         try:
             stored = await loop.run_in_executor(
-                None, store_message, self.db, bytes(raw), envelope.mail_from or ""
+                None, store_message, self.db, bytes(raw), envelope.mail_from or "<>"
             )
         except Exception:
             log.exception("could not store a message")

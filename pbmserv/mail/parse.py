@@ -103,10 +103,8 @@ def _clean_subject(subject: str) -> str:
 
 def _silent_reason(msg: Message, envelope_from: str, from_addr: str, reply_to: str,
                    own: tuple[str, ...]) -> str:
-    env = envelope_from.strip().lower()
-    if env in ("", "<>") and not from_addr:
-        return "no sender"
-    if env in ("<>",) or env.startswith("mailer-daemon") or from_addr.startswith("mailer-daemon"):
+    env = envelope_from.strip().lower()  # "<>": the null sender; "": not known
+    if env == "<>" or env.startswith("mailer-daemon") or from_addr.startswith("mailer-daemon"):
         return "bounce"
     if from_addr.startswith("postmaster@") and _header(msg, "Content-Type").lower().startswith(
         "multipart/report"
