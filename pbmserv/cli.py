@@ -14,14 +14,14 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from pbmserv.config import Settings
 from pbmserv.db.migrate import upgrade
-from pbmserv.db.models import InboundMessage, OutboxMessage, User
+from pbmserv.db.models import Board, InboundMessage, OutboxMessage, User
 from pbmserv.db.session import Database
 from pbmserv.games import ENGINES, AnyEngine, get_engine
 from pbmserv.games.base import RuleError
 from pbmserv.intake.store import store_message
 from pbmserv.mail.send import Sender
 from pbmserv.processing import process_message, process_pending
-from pbmserv.summary import diagram
+from pbmserv.summary import diagram, status_line
 
 EX_TEMPFAIL = 75
 EX_UNAVAILABLE = 69
@@ -215,6 +215,30 @@ def outbox_retry(settings: Settings) -> None:
             m.status = "pending"
             m.next_attempt_at = m.created_at
     click.echo(f"sent {Sender(db, settings).send_due(limit=100000)} mail(s)")
+
+
+@main.group()
+def boards() -> None:
+    """Boards of every game."""
+
+
+@boards.command("list")
+@click.option("--game", default=None, help="Only this game.")
+@click.option("--all", "show_all", is_flag=True, help="Finished boards too.")
+@click.pass_obj
+def boards_list(settings: Settings, game: str | None, show_all: bool) -> None:
+    """List boards: number, players, moves played and status."""
+    with _db(settings).transaction() as session:
+        query = select(Board).order_by(Board.game, Board.number)
+        if game:
+            query = query.where(Board.game == game.lower())
+        if not show_all:
+            query = query.where(Board.finished.is_(False))
+        for board in session.scalars(query):
+            engine = get_engine(board.game)
+            status = status_line(engine, board) if engine else "(game not installed)"
+            players = " vs ".join(p.user.userid for p in board.players)
+            click.echo(f"{board.game} {board.number}  {players}  [{board.ply} moves] {status}")
 
 
 @main.group()

@@ -12,7 +12,7 @@ from pbmserv.cli import EX_TEMPFAIL, EX_UNAVAILABLE, main
 from pbmserv.config import Settings
 from pbmserv.db.models import InboundMessage
 from pbmserv.db.session import Database
-from tests.conftest import make_mail, read_maildir
+from tests.conftest import Mailer, make_mail, read_maildir
 
 
 def run(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = None):  # type: ignore[no-untyped-def]
@@ -86,6 +86,16 @@ def test_deliver_refuses_oversized(settings: Settings, db: Database) -> None:
     assert run("deliver", env=env_for(settings), stdin=big).exit_code == EX_UNAVAILABLE
     with db.transaction() as s:
         assert s.scalar(select(func.count()).select_from(InboundMessage)) == 0
+
+
+def test_admin_listings(settings: Settings, mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    mailer.reply("honeydonuts challenge alice bob")
+    out = run("boards", "list", env=env_for(settings)).output
+    assert "honeydonuts 101  alice vs bob  [0 moves] It is alice's turn (Red), move 1." in out
+    assert "alice" in run("users", "list", env=env_for(settings)).output
+    assert "done" in run("inbox", "list", env=env_for(settings)).output
+    assert "New Honeydonuts Board 101" in run("outbox", "list", env=env_for(settings)).output
 
 
 @pytest.mark.parametrize("command", [("db", "upgrade"), ("work",)])
