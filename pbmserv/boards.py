@@ -93,6 +93,7 @@ def record_move(session: Session, engine: AnyEngine, board: Board, position: Any
     board.position = engine.serialize(position)
     board.to_move = engine.to_move(position)
     board.updated_at = utcnow()
+    board.offer_by = None  # playing on answers an open offer with no
     outcome = engine.outcome(position)
     if outcome is not None:
         finish(board, outcome)
@@ -100,6 +101,7 @@ def record_move(session: Session, engine: AnyEngine, board: Board, position: Any
 
 def finish(board: Board, outcome: Outcome) -> None:
     board.finished = True
+    board.offer_by = None
     board.winner = outcome.winner
     board.result = outcome.reason
     board.updated_at = utcnow()

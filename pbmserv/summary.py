@@ -15,7 +15,11 @@ from pbmserv.render import render
 def status_line(engine: AnyEngine, board: Board) -> str:
     if not board.finished:
         user = player_of(board, board.to_move)
-        return f"It is {user.userid}'s turn ({engine.seats[board.to_move]}), move {board.ply + 1}."
+        line = f"It is {user.userid}'s turn ({engine.seats[board.to_move]}), move {board.ply + 1}."
+        if board.offer_by is not None:
+            line += (f" {player_of(board, board.offer_by).userid} has offered to end the "
+                     "game by agreement (answer with the move accept or reject).")
+        return line
     reason = f": {board.result}" if board.result else ""
     if board.winner is None:
         return f"Game was a tie{reason}."

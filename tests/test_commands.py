@@ -213,3 +213,19 @@ def test_passwords_never_leave_the_server(mailer: Mailer, db: Database) -> None:
         bodies = [m.subject + m.body for m in s.scalars(select(OutboxMessage))]
     assert bodies and not any("pw-alice" in b or "topsecret" in b or "pw-bob" in b
                               for b in bodies)
+
+
+def test_offer_to_end_the_game(mailer: Mailer) -> None:
+    start_game(mailer)
+    assert "nobody has offered" in mailer.reply("honeydonuts move 101 bob pw-bob accept")
+    out = mailer.send("honeydonuts move 101 alice pw-alice propose")
+    assert "alice has offered to end the game" in out[1].body and out[1].to_addr.startswith("bob")
+    assert "must answer it" in mailer.reply("honeydonuts move 101 alice pw-alice accept")
+    assert "already offered" in mailer.reply("honeydonuts move 101 bob pw-bob propose")
+    assert "play goes on" in mailer.reply("honeydonuts move 101 bob pw-bob reject")
+    mailer.reply("honeydonuts move 101 alice pw-alice propose")
+    mailer.reply("honeydonuts move 101 alice pw-alice a1-a2")  # a move: the offer lapses
+    assert "nobody has offered" in mailer.reply("honeydonuts move 101 bob pw-bob accept")
+    mailer.reply("honeydonuts move 101 bob pw-bob propose")
+    text = mailer.reply("honeydonuts move 101 alice pw-alice accept#2")
+    assert "Game was a tie: ended by agreement." in text

@@ -121,13 +121,45 @@ def resign(ctx: Context, engine: AnyEngine, board: Board, user: User) -> Result:
     )
 
 
+OFFER_WORDS = ("propose", "accept", "reject")
+
+
+def answer_offer(ctx: Context, engine: AnyEngine, board: Board, user: User,
+                 word: str) -> Result:
+    """``propose`` an agreed end; the opponent may ``accept`` or ``reject`` it."""
+    mine = seats_of(board, user)
+    if word == "propose":
+        if board.offer_by is not None:
+            raise CommandError(f"{player_of(board, board.offer_by).userid} has already "
+                               "offered to end this game", board=board)
+        board.offer_by = board.to_move if board.to_move in mine else mine[0]
+        what = "offer"
+    else:
+        if board.offer_by is None:
+            raise CommandError("nobody has offered to end this game", board=board)
+        if mine == [board.offer_by]:
+            raise CommandError("you made the offer; your opponent must answer it", board=board)
+        if word == "accept":
+            finish(board, engine.agreed_outcome(position_of(engine, board)))
+        board.offer_by = None
+        what = word
+    mail_players(ctx, engine, board, skip=user)
+    return Result(
+        render("commands/offer.txt.j2", engine=engine, board=board, what=what, user=user,
+               summary=board_summary(ctx.session, engine, board)),
+        subject=board_subject(engine, board),
+    )
+
+
 @command
 class MoveCommand(Command):
     name = "move"
     aliases = ("board",)
     per_game = True
     arguments = "board userid password move[#n]"
-    summary = "play a move; '#n' (the move's number) guards against repeated mail"
+    summary = ("play a move; '#n' (the move's number) guards against repeated mail; the "
+               "moves 'resign', 'propose' (offer to end the game by agreement), 'accept' "
+               "and 'reject' answer for the game as a whole")
     secret_args = (2,)
     min_args = 4
     max_args = 4
@@ -145,8 +177,11 @@ class MoveCommand(Command):
                     f"not move {at}; your mail may be old or sent twice",
                     board=board,
                 )
-        if text.lower() == "resign":
+        word = text.lower()
+        if word == "resign":
             return resign(ctx, engine, board, user)
+        if word in OFFER_WORDS:
+            return answer_offer(ctx, engine, board, user, word)
         if board.to_move not in seats_of(board, user):
             mover = player_of(board, board.to_move)
             raise CommandError(f"it is {mover.userid}'s turn, not yours", board=board)

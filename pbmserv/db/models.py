@@ -38,6 +38,8 @@ class Board(Base):
     finished: Mapped[bool] = mapped_column(default=False)
     winner: Mapped[int | None] = mapped_column(default=None)
     result: Mapped[str | None] = mapped_column(String(200), default=None)
+    #: the seat that has offered to end the game by agreement, until answered
+    offer_by: Mapped[int | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 

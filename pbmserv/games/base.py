@@ -118,6 +118,10 @@ class Engine(ABC, Generic[P, M]):
     def view(self, pos: P) -> dict[str, Any]:
         """Plain data for the board template (``boards/<name>.txt.j2``)."""
 
+    def agreed_outcome(self, pos: P) -> Outcome:
+        """The result when both players agree to end the game here (default: a draw)."""
+        return Outcome(None, "ended by agreement")
+
     # -- helpers built on the interface --------------------------------------------
     def play(self, pos: P, text: str) -> tuple[P, str]:
         """Parse, check and apply one move; returns the new position and the canonical text."""
