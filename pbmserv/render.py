@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from functools import cache
 from pathlib import Path
@@ -21,16 +22,28 @@ def templates_dir() -> Path:
     raise FileNotFoundError("pbmserv's templates folder is missing")
 
 
+_HANGING = re.compile(r"^(\s*(?:- |\S+\s{2,}))")
+
+
 def wrap(text: str, width: int = LINE_WIDTH, indent: str = "") -> str:
-    """Wrap each paragraph line to ``width`` columns, keeping blank lines."""
+    """Wrap each line to ``width`` columns, keeping blank lines.
+
+    A line is one paragraph; its continuation lines keep its indentation, and hang
+    under the text of a bullet (``  - item``) or of a term (``  b3-b5   text``).
+    """
     out: list[str] = []
     for line in str(text).split("\n"):
         if not line.strip():
             out.append(indent.rstrip())
             continue
+        body = line.rstrip()
+        hang = _HANGING.match(body)
+        lead = len(body) - len(body.lstrip())
+        rest = indent + " " * (len(hang.group(1)) if hang else lead)
         out.extend(
-            textwrap.wrap(line, width=width, initial_indent=indent, subsequent_indent=indent,
-                          break_long_words=True, break_on_hyphens=False)
+            textwrap.wrap(body.lstrip(), width=width, initial_indent=indent + " " * lead,
+                          subsequent_indent=rest, break_long_words=True,
+                          break_on_hyphens=False)
         )
     return "\n".join(out)
 

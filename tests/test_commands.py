@@ -229,3 +229,23 @@ def test_offer_to_end_the_game(mailer: Mailer) -> None:
     mailer.reply("honeydonuts move 101 bob pw-bob propose")
     text = mailer.reply("honeydonuts move 101 alice pw-alice accept#2")
     assert "Game was a tie: ended by agreement." in text
+
+
+def test_hexamoeba_by_mail_ends_by_agreement_with_counts(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    out = mailer.send("hexamoeba challenge alice bob")
+    assert out[0].subject == "New Hexamoeba Board 101 alice"
+    assert "Stacks controlled: White 11, Black 11." in out[0].body
+    assert "unknown option '-small' for hexamoeba; valid options: none" in mailer.reply(
+        "hexamoeba challenge alice bob -small")
+    mailer.reply("hexamoeba move 101 alice pw-alice c2-d2#1")
+    text = mailer.reply("hexamoeba move 101 bob pw-bob e2-d2#2")
+    assert "1. c2-d2             e2-d2" in text
+    bad = mailer.reply("hexamoeba move 101 alice pw-alice d2-d3")
+    assert "the stack at d2 is controlled by Black" in bad
+    mailer.reply("hexamoeba move 101 alice pw-alice propose")
+    out = mailer.send("hexamoeba move 101 bob pw-bob accept", sender="bob@example.org")
+    assert out[0].subject == "Hexamoeba Board 101 Game over"
+    assert ("Game won by bob (Black): ended by agreement; White controls 10 stacks, "
+            "Black 11.") in out[0].body.replace("\n", " ")
+    assert "Stacks controlled: White 10, Black 11." in out[1].body

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pbmserv.games.base import Engine
+from pbmserv.games.hexamoeba import Hexamoeba
 from pbmserv.games.honeydonuts import HoneyDonuts
 
 AnyEngine = Engine[Any, Any]
@@ -22,5 +23,5 @@ def get_engine(name: str) -> AnyEngine | None:
     return ENGINES.get(name.lower())
 
 
-for _engine in (HoneyDonuts(),):
+for _engine in (HoneyDonuts(), Hexamoeba()):
     register(_engine)

@@ -26,7 +26,8 @@ from pbmserv.db.session import Database
 from pbmserv.mail.parse import LOOP_HEADER
 
 log = logging.getLogger(__name__)
-LEASE = timedelta(minutes=5)
+#: how long a claimed row is left alone; a sender that dies mid-send delays it this long
+LEASE = timedelta(seconds=60)
 MAX_BACKOFF = 3600
 
 
@@ -94,16 +95,16 @@ class Sender:
         self.db = db
         self.settings = settings
 
-    def _claim(self, limit: int) -> list[OutboxMessage]:
+    def _claim(self, after: int) -> OutboxMessage | None:
+        """Lease the next due row (id above ``after``), so no other sender takes it."""
         now = utcnow()
         with self.db.transaction() as session:
-            rows = list(session.scalars(
+            for row in session.scalars(
                 select(OutboxMessage)
-                .where(OutboxMessage.status == "pending", OutboxMessage.next_attempt_at <= now)
-                .order_by(OutboxMessage.id).limit(limit)
-            ))
-            claimed = []
-            for row in rows:
+                .where(OutboxMessage.status == "pending", OutboxMessage.next_attempt_at <= now,
+                       OutboxMessage.id > after)
+                .order_by(OutboxMessage.id).limit(20)
+            ):
                 got = session.execute(
                     update(OutboxMessage)
                     .where(OutboxMessage.id == row.id, OutboxMessage.status == "pending",
@@ -111,13 +112,18 @@ class Sender:
                     .values(next_attempt_at=now + LEASE)
                 ).rowcount  # type: ignore[attr-defined]
                 if got:
-                    claimed.append(row)
-            return claimed
+                    return row
+        return None
 
-    def send_due(self, limit: int = 200) -> int:
-        """Send every due message once; returns how many were delivered."""
+    def send_due(self, limit: int = 1000) -> int:
+        """Send due messages (each tried once, at most ``limit``); returns how many went."""
         sent = 0
-        for row in self._claim(limit):
+        last = 0
+        for _ in range(limit):
+            row = self._claim(last)
+            if row is None:
+                break
+            last = row.id
             values: dict[str, object]
             try:
                 data = build_message(self.settings, row)
