@@ -249,3 +249,18 @@ def test_hexamoeba_by_mail_ends_by_agreement_with_counts(mailer: Mailer) -> None
     assert ("Game won by bob (Black): ended by agreement; White controls 10 stacks, "
             "Black 11.") in out[0].body.replace("\n", " ")
     assert "Stacks controlled: White 10, Black 11." in out[1].body
+
+
+def test_exnihilo_by_mail_with_a_capture(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    out = mailer.send("exnihilo challenge alice bob -small")
+    assert "Options: -small" in out[0].body and "g  1   2   3   4  g" in out[0].body
+    mailer.reply("exnihilo move 101 alice pw-alice d4-a1#1")  # a white stack of 3
+    text = mailer.reply("exnihilo move 101 bob pw-bob d4-a4#2")
+    assert "1. d4-a1             d4-a4" in text
+    assert "a  www    .     .    bbb  a" in text
+    assert "It is alice's turn (White), move 3." in mailer.reply("exnihilo moves 101")
+    bad = mailer.reply("exnihilo move 101 alice pw-alice a1-a4").replace("\n", " ")
+    assert "a1-a4 is not possible here: a4 is occupied: stacks never land on" in bad
+    bad = mailer.reply("exnihilo move 101 alice pw-alice a1-a2").replace("\n", " ")
+    assert "a whole stack may only move outward" in bad

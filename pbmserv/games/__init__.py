@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pbmserv.games.base import Engine
+from pbmserv.games.exnihilo import ExNihilo
 from pbmserv.games.hexamoeba import Hexamoeba
 from pbmserv.games.honeydonuts import HoneyDonuts
 
@@ -23,5 +24,5 @@ def get_engine(name: str) -> AnyEngine | None:
     return ENGINES.get(name.lower())
 
 
-for _engine in (HoneyDonuts(), Hexamoeba()):
+for _engine in (HoneyDonuts(), Hexamoeba(), ExNihilo()):
     register(_engine)

@@ -1,0 +1,165 @@
+"""Ex nihilo, checked against shared/rules/exnihilo.md move by move."""
+
+from __future__ import annotations
+
+import pytest
+
+from pbmserv.games.base import IllegalMoveError, MoveSyntaxError, OptionError
+from pbmserv.games.exnihilo import ExNihilo, Position
+
+E = ExNihilo()
+
+
+def board(stacks: dict[str, str], turn: int = 0, side: int = 5) -> Position:
+    grid = E.new({4: ["-small"], 5: [], 6: ["-large"]}[side]).board.grid
+    cells = [""] * len(grid.cells)
+    for name, stack in stacks.items():
+        cells[grid.index[grid.parse(name)]] = stack
+    return Position(side, tuple(cells), turn)
+
+
+def at(pos: Position, name: str) -> str:
+    grid = pos.board.grid
+    return pos.cells[grid.index[grid.parse(name)]]
+
+
+def turns(pos: Position) -> list[str]:
+    return sorted(E.format_move(pos, t) for t in E.legal_moves(pos))
+
+
+def test_sizes_and_options() -> None:
+    assert [len(E.new(o).cells) for o in ([], ["-small"], ["-large"])] == [61, 37, 91]
+    with pytest.raises(OptionError, match="cannot be combined"):
+        E.check_options(["-small", "-large"])
+
+
+def test_sanity_figure_and_small_counts() -> None:
+    assert len(E.legal_moves(E.new())) == 384
+
+
+def test_zero_stack_grows_by_rings_gained() -> None:
+    after, text = E.play(E.new(), "e5-e1")  # centre (ring 0) to the edge (ring 4)
+    assert text == "e5-e1" and at(after, "e1") == "wwww" and at(after, "e5") == ""
+    with pytest.raises(IllegalMoveError, match="may only move outward"):
+        E.parse_move(after, "e2-e3")  # ring 3 to ring 2
+
+
+def test_whole_stack_moves_outward_and_grows_on_top() -> None:
+    pos = board({"e4": "bw"})
+    after, text = E.play(pos, "e4-e2")  # ring 1 to ring 3
+    assert text == "e4-e2" and at(after, "e2") == "bwww" and at(after, "e4") == ""
+    with pytest.raises(IllegalMoveError, match="may only move outward"):
+        E.parse_move(board({"e2": "bw"}), "e2-e3")
+
+
+def test_part_move_any_direction_growth_only_outward() -> None:
+    pos = board({"e2": "bww"})
+    inward, text = E.play(pos, "e2:2-e4")  # ring 3 to ring 1: no growth
+    assert text == "e2:2-e4" and at(inward, "e4") == "ww" and at(inward, "e2") == "b"
+    outward, _ = E.play(pos, "e2:1-e1")  # ring 3 to 4: one piece gained
+    assert at(outward, "e1") == "ww" and at(outward, "e2") == "bw"
+
+
+def test_step_errors() -> None:
+    pos = board({"e2": "wwb", "e3": "w", "e1": "w"})
+    with pytest.raises(IllegalMoveError, match="topped by Black"):
+        E.parse_move(pos, "e2:1-d1")
+    with pytest.raises(IllegalMoveError, match="blocked at e3"):
+        E.parse_move(board({"e3": "w"}), "e6-e2")
+    with pytest.raises(IllegalMoveError, match="occupied"):
+        E.parse_move(pos, "e4-e3")
+    with pytest.raises(IllegalMoveError, match="not on one straight line"):
+        E.parse_move(pos, "e5-a2")
+    with pytest.raises(IllegalMoveError, match="write e3-e4"):
+        E.parse_move(board({"e3": "ww"}), "e3:2-e4")
+    with pytest.raises(IllegalMoveError, match="move 1 to 1 of its top"):
+        E.parse_move(board({"e3": "ww"}), "e3:3-e4")
+    with pytest.raises(MoveSyntaxError, match="is not a step"):
+        E.parse_move(pos, "e3e4")
+
+
+def test_worked_capture_from_the_help() -> None:
+    pos = board({"e1": "w", "e2": "b", "a1": "b"})
+    assert turns(pos) == sorted([
+        f"{first},e2-{dest}" for first in ("e4-e3", "e6-e3")
+        for dest in ("i2", "f1", "d1", "a2")])
+    after, text = E.play(pos, "e4-e3,e2-d1")
+    assert text == "e4-e3,e2-d1"
+    assert at(after, "d1") == "bw" and at(after, "e3") == "w" and at(after, "e2") == ""
+
+
+def test_stopping_before_the_hostage_step_names_the_flanked_stacks() -> None:
+    pos = board({"e1": "w", "e2": "b", "a1": "b"})
+    with pytest.raises(IllegalMoveError,
+                       match="this step flanks the enemy stack at e2: the turn must go on"):
+        E.parse_move(pos, "e4-e3")
+
+
+def test_capture_is_compulsory_and_an_example_is_named() -> None:
+    pos = board({"e1": "w", "e2": "b", "a1": "b"})
+    with pytest.raises(IllegalMoveError,
+                       match=r"this step captures nothing, but a capturing step is available, "
+                             r"and capturing is compulsory \(for example e4-e3\)"):
+        E.parse_move(pos, "e5-c3")
+
+
+def test_hostage_step_must_move_a_flanked_stack() -> None:
+    pos = board({"e1": "w", "e2": "b", "a1": "b"})
+    with pytest.raises(IllegalMoveError, match="must move a flanked stack: e2"):
+        E.parse_move(pos, "e4-e3,a1-a2")
+    with pytest.raises(IllegalMoveError, match="flanks nothing, so no hostage step"):
+        E.parse_move(board({"a1": "b"}), "e5-e1,a1-a2")
+
+
+def test_immovable_hostage_leaves_no_legal_turn() -> None:
+    # Black's single piece on the edge at a2, White's at a1. The only flanking steps
+    # (b3-a3, b4-a3) must be taken, and their hostage a2 can never move: no legal turn.
+    pos = board({"a1": "w", "a2": "b"})
+    assert E.legal_moves(pos) == []
+    outcome = E.outcome(pos)
+    assert outcome is not None and outcome.winner == 1
+    assert outcome.reason == "White has no legal turn"
+    with pytest.raises(IllegalMoveError, match="capturing is compulsory"):
+        E.parse_move(pos, "e5-e1")
+    with pytest.raises(IllegalMoveError, match="flanks the enemy stack at a2"):
+        E.parse_move(pos, "b3-a3")
+    with pytest.raises(IllegalMoveError, match=r"^a1-b1: the hostage step must move a flanked"):
+        E.parse_move(pos, "b3-a3,a1-b1")
+
+
+def test_chain_of_two_hostage_steps() -> None:
+    pos = board({"a1": "w", "b4": "b", "d3": "b", "d5": "bw", "e2": "w", "e4": "wb"}, side=4)
+    after, text = E.play(pos, "d4-c3,d3-f3,e4-e5")
+    assert text == "d4-c3,d3-f3,e4-e5"
+    assert [at(after, n) for n in ("c3", "d3", "f3", "e4", "e5")] == ["w", "", "bw", "",
+                                                                       "wbw"]
+    with pytest.raises(IllegalMoveError, match="d3-f3 flanks the enemy stack at e4"):
+        E.parse_move(pos, "d4-c3,d3-f3")
+    assert "d4-c3,d3-f3,e4-e5" in turns(pos)
+
+
+def test_no_legal_turn_loses() -> None:
+    # Small board, Black to move. Every empty cell is on the edge or next to the only
+    # white... simplest: a full board leaves no empty cell to move to.
+    pos = board({n: "w" for n in [f"{r}{i}" for r, k in zip("abcdefg", [4, 5, 6, 7, 6, 5, 4],
+                                                          strict=True)
+                                  for i in range(1, k + 1)]}, turn=1, side=4)
+    assert E.legal_moves(pos) == []
+    outcome = E.outcome(pos)
+    assert outcome is not None and outcome.winner == 0
+    assert outcome.reason == "Black has no legal turn"
+
+
+def test_serialisation_round_trips() -> None:
+    pos = E.play_all(E.new(["-large"]), ["f6-a1", "f6-k1"])
+    assert E.deserialize(E.serialize(pos)) == pos
+
+
+@pytest.mark.parametrize(("options", "counts"), [
+    (["-small"], [1, 162, 24606]),
+    ([], [1, 384, 140700]),
+    (["-large"], [1, 750]),
+])
+def test_perft(options: list[str], counts: list[int]) -> None:
+    pos = E.new(options)
+    assert [E.perft(pos, d) for d in range(len(counts))] == counts
