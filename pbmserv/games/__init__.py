@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pbmserv.games.amoeba import Amoeba
 from pbmserv.games.base import Engine
 from pbmserv.games.exnihilo import ExNihilo
 from pbmserv.games.hexamoeba import Hexamoeba
@@ -24,5 +25,5 @@ def get_engine(name: str) -> AnyEngine | None:
     return ENGINES.get(name.lower())
 
 
-for _engine in (HoneyDonuts(), Hexamoeba(), ExNihilo()):
+for _engine in (Amoeba(), HoneyDonuts(), Hexamoeba(), ExNihilo()):
     register(_engine)
