@@ -320,7 +320,7 @@ class Amoeba(Engine[Position, Turn]):
         return cells
 
     def legal_moves(self, pos: Position) -> list[Turn]:
-        out = []
+        out: list[Turn] = []
         pawn = "P" if pos.turn == 0 else "p"
         for s, t, slide, end in self._completions(pos):
             if pos.cells[s] == pawn:
