@@ -44,6 +44,8 @@ class Geometry:
     rays: tuple[tuple[tuple[int, ...], ...], ...] = field(repr=False)
     knight: tuple[tuple[int, ...], ...] = field(repr=False)
     ortho: tuple[tuple[int, ...], ...] = field(repr=False)
+    #: every cell whose contents can decide whether a piece on ``cell`` is attacked
+    reach: tuple[frozenset[int], ...] = field(repr=False)
 
     def name(self, cell: int) -> str:
         return f"{chr(ord('a') + cell % self.width)}{cell // self.width + 1}"
@@ -82,11 +84,12 @@ def geometry(small: bool) -> Geometry:
         return out
 
     cells = range(width * height)
+    rays = tuple(tuple(tuple(r) for r in along(c, ORTHO + DIAG, True)) for c in cells)
+    knight = tuple(tuple(r[0] for r in along(c, KNIGHT, False) if r) for c in cells)
     return Geometry(
-        width, height, holes, back,
-        rays=tuple(tuple(tuple(r) for r in along(c, ORTHO + DIAG, True)) for c in cells),
-        knight=tuple(tuple(r[0] for r in along(c, KNIGHT, False) if r) for c in cells),
+        width, height, holes, back, rays=rays, knight=knight,
         ortho=tuple(tuple(r[0] for r in along(c, ORTHO, False) if r) for c in cells),
+        reach=tuple(frozenset({c, *knight[c]}.union(*rays[c])) for c in cells),
     )
 
 
@@ -292,21 +295,33 @@ class Amoeba(Engine[Position, Turn]):
         return "RBN" if pos.small else "QRBN"
 
     def _completions(self, pos: Position) -> Iterator[tuple[int, int, tuple[int, int] | None,
-                                                           int]]:
-        """Every legal (from, to, slide) with the final cell of the moved piece."""
+                                                           bool]]:
+        """Every legal (from, to, slide), and whether the moved piece then promotes.
+
+        The board is changed in place and restored.  A slide that touches no cell from
+        which the king could be attacked keeps the verdict on the king of the chess move
+        alone, so most slides need no new check.
+        """
         geo = pos.geo
         colour = pos.turn
         cells = list(pos.cells)
         groups = self._hole_groups(cells, geo)
+        king = "K" if colour == 0 else "k"
+        pawn = "P" if colour == 0 else "p"
         for s, t in list(self._chess_moves(cells, pos, colour)):
             piece, taken = cells[s], cells[t]
             cells[t], cells[s] = piece, EMPTY
-            if self._king_safe(cells, geo, colour):
-                yield s, t, None, t
+            safe = self._king_safe(cells, geo, colour)
+            at = cells.index(king) if king in cells else -1
+            reach = geo.reach[at] if at >= 0 else frozenset()
+            if safe:
+                yield s, t, None, piece == pawn and self._promotes(cells, pos, t, colour)
             for a, b in self._slides(cells, pos, colour, groups):
                 cells[b], cells[a] = cells[a], HOLE
-                if self._king_safe(cells, geo, colour):
-                    yield s, t, (a, b), (b if a == t else t)
+                if (safe if a != at and a not in reach and b not in reach
+                        else self._king_safe(cells, geo, colour)):
+                    end = b if a == t else t
+                    yield s, t, (a, b), piece == pawn and self._promotes(cells, pos, end, colour)
                 cells[a], cells[b] = cells[b], HOLE
             cells[s], cells[t] = piece, taken
 
@@ -321,24 +336,19 @@ class Amoeba(Engine[Position, Turn]):
 
     def legal_moves(self, pos: Position) -> list[Turn]:
         out: list[Turn] = []
-        pawn = "P" if pos.turn == 0 else "p"
-        for s, t, slide, end in self._completions(pos):
-            if pos.cells[s] == pawn:
-                final = self._final_cells(pos, s, t, slide)
-                if self._promotes(final, pos, end, pos.turn):
-                    out.extend(Turn(s, t, slide, p) for p in self._choices(pos))
-                    continue
-            out.append(Turn(s, t, slide))
+        choices = self._choices(pos)
+        for s, t, slide, promotes in self._completions(pos):
+            if promotes:
+                out.extend(Turn(s, t, slide, p) for p in choices)
+            else:
+                out.append(Turn(s, t, slide))
         return out
 
     def perft(self, pos: Position, depth: int) -> int:
-        if depth == 0:
-            return 1
-        if depth > 1:
+        if depth != 1:
             return super().perft(pos, depth)
-        if self.outcome(pos) is not None:
-            return 0
-        return len(self.legal_moves(pos))
+        choices = len(self._choices(pos))  # count the last ply without building turns
+        return sum(choices if promotes else 1 for *_, promotes in self._completions(pos))
 
     def apply(self, pos: Position, move: Turn) -> Position:
         colour = pos.turn
