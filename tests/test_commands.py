@@ -264,3 +264,19 @@ def test_exnihilo_by_mail_with_a_capture(mailer: Mailer) -> None:
     assert "a1-a4 is not possible here: a4 is occupied: stacks never land on" in bad
     bad = mailer.reply("exnihilo move 101 alice pw-alice a1-a2").replace("\n", " ")
     assert "a whole stack may only move outward" in bad
+
+
+def test_amoeba_by_mail(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    out = mailer.send("amoeba challenge alice bob -single -opponent")
+    assert "Options: -opponent -single" in out[0].body
+    assert "  6 |   |###|   |:::|   |:::|###|:::|  6" in out[0].body
+    refused = mailer.reply("amoeba challenge alice bob -big").replace("\n", " ")
+    assert "valid options: -opponent, -promote, -single, -small" in refused
+    text = mailer.reply("amoeba move 101 alice pw-alice e4,a4-b4#1")
+    assert "Your move e2-e4,a4-b4 on Amoeba board 101 has been played." in text
+    bad = mailer.reply("amoeba move 101 bob pw-bob e8-e6,b4-a4").replace("\n", " ")
+    assert "the square at b4 may not slide back to a4 this turn (ko)" in bad
+    bad = mailer.reply("amoeba move 101 bob pw-bob e8-e6,c5-e5").replace("\n", " ")
+    assert "with -single a square slides only into a hole next to it" in bad
+    assert "1. e2-e4,a4-b4" in mailer.reply("amoeba move 101 bob pw-bob Nf7#2")
