@@ -215,3 +215,12 @@ def test_perft_three_matches_an_independent_count() -> None:
 def test_deeper_perft_pinned() -> None:
     # counted by this engine (the reference above agrees to depth 3)
     assert E.perft(E.new(), 4) == 7079544
+
+
+def test_drawing_lists_stacks_too_tall_for_their_point() -> None:
+    from pbmserv.render import render
+
+    text = render(E.board_template(), view=E.view(board({"d4": "wwbbwB", "a1": "W"})))
+    assert "[1]" in text and "  [1] d4: wwbbwB (height 6)" in text
+    assert "Stacks controlled: White 1, Black 1." in text
+    assert all(len(line) <= 72 for line in text.splitlines())

@@ -334,20 +334,4 @@ class ExNihilo(Engine[Position, Turn]):
         return Position(int(data["side"]), tuple(data["cells"]), int(data["turn"]))
 
     def view(self, pos: Position) -> dict[str, Any]:
-        grid = pos.board.grid
-        rows = []
-        tall: list[dict[str, Any]] = []
-        for letter, _indent, cells in grid.display_rows():
-            shown = []
-            for cell in cells:
-                stack = pos.cells[grid.index[cell]]
-                if len(stack) > 4:
-                    tall.append({"mark": f"[{len(tall) + 1}]", "name": grid.name(cell),
-                                 "stack": stack})
-                    shown.append(tall[-1]["mark"])
-                else:
-                    shown.append(stack or ".")
-            rows.append({"letter": letter, "cells": shown,
-                         "numbers": [str(i + 1) for i in range(len(cells))]})
-        return {"rows": rows, "width": max(len(r["cells"]) for r in rows), "tall": tall,
-                "side": pos.side}
+        return pos.board.grid.stack_view(pos.cells, 4) | {"side": pos.side}

@@ -16,10 +16,9 @@ from typing import Any
 from pbmserv.games.base import (
     Engine,
     IllegalMoveError,
-    MoveSyntaxError,
     Outcome,
 )
-from pbmserv.games.hexgrid import DIRECTION_NAMES, DIRECTIONS, CoordinateError, HexGrid
+from pbmserv.games.hexgrid import DIRECTION_NAMES, DIRECTIONS, HexGrid
 
 GRID = HexGrid(4)
 COLOURS = ("w", "b")  # White, Black; upper case is that side's Kernel
@@ -115,18 +114,11 @@ class Hexamoeba(Engine[Position, StackMove]):
         return out
 
     def parse_move(self, pos: Position, text: str) -> StackMove:
-        raw = text.strip().lower()
-        split = ">" in raw
-        parts = raw.split(">" if split else "-")
-        if len(parts) != 2:
-            raise MoveSyntaxError(
-                f"{text!r} is not a move; write from-to for a whole stack (b3-b5) or "
-                "from>to for a split (c2>c4), naming the point where the top piece lands"
-            )
-        try:
-            start, end = (GRID.parse(p) for p in parts)
-        except CoordinateError as exc:
-            raise MoveSyntaxError(str(exc)) from None
+        split = ">" in text
+        start, end = GRID.parse_pair(
+            text, ">" if split else "-",
+            "write from-to for a whole stack (b3-b5) or from>to for a split (c2>c4), "
+            "naming the point where the top piece lands")
         i = GRID.index[start]
         stack = pos.cells[i]
         name = GRID.name(start)
@@ -232,20 +224,6 @@ class Hexamoeba(Engine[Position, StackMove]):
                         {str(k): int(v) for k, v in data["seen"].items()})
 
     def view(self, pos: Position) -> dict[str, Any]:
-        rows = []
-        tall: list[dict[str, Any]] = []
-        for letter, _indent, cells in GRID.display_rows():
-            shown = []
-            for cell in cells:
-                stack = pos.cells[GRID.index[cell]]
-                if len(stack) > CELL_WIDTH:
-                    tall.append({"mark": f"[{len(tall) + 1}]", "name": GRID.name(cell),
-                                 "stack": stack, "owner": self.seats[controller(stack) or 0]})
-                    shown.append(tall[-1]["mark"])
-                else:
-                    shown.append(stack or ".")
-            rows.append({"letter": letter, "cells": shown,
-                         "numbers": [str(i + 1) for i in range(len(cells))]})
         white, black = stack_counts(pos.cells)
-        return {"rows": rows, "width": max(len(r["cells"]) for r in rows), "tall": tall,
-                "counts": {"White": white, "Black": black}}
+        return GRID.stack_view(pos.cells, CELL_WIDTH) | {
+            "counts": {"White": white, "Black": black}}

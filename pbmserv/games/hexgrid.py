@@ -8,8 +8,12 @@ Internally a cell is an axial pair ``(col, row)`` with 0 <= col, row <= 2N-2 and
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
+
+from pbmserv.games.base import MoveSyntaxError
 
 Cell = tuple[int, int]
 
@@ -82,6 +86,35 @@ class HexGrid:
         if not 0 <= row < self.rows or not 1 <= num <= self.row_length(row):
             raise CoordinateError(f"there is no cell {text.strip().lower()} on this board")
         return (self.first_col(row) + num - 1, row)
+
+    def parse_pair(self, text: str, sep: str, usage: str) -> tuple[Cell, Cell]:
+        """Two cells written ``a1<sep>a2``; ``usage`` tells the player the right form."""
+        parts = text.strip().lower().split(sep)
+        if len(parts) != 2:
+            raise MoveSyntaxError(f"{text!r} is not a move; {usage}")
+        try:
+            return self.parse(parts[0]), self.parse(parts[1])
+        except CoordinateError as exc:
+            raise MoveSyntaxError(str(exc)) from None
+
+    def stack_view(self, stacks: Sequence[str], width: int) -> dict[str, Any]:
+        """Rows of stacks for the hex board template; stacks wider than ``width`` are
+        drawn as a mark like [1] and listed in ``tall``."""
+        rows = []
+        tall: list[dict[str, str]] = []
+        for letter, _indent, cells in self.display_rows():
+            shown = []
+            for cell in cells:
+                stack = stacks[self.index[cell]]
+                if len(stack) > width:
+                    tall.append({"mark": f"[{len(tall) + 1}]", "name": self.name(cell),
+                                 "stack": stack})
+                    shown.append(tall[-1]["mark"])
+                else:
+                    shown.append(stack or ".")
+            rows.append({"letter": letter, "cells": shown,
+                         "numbers": [str(i + 1) for i in range(len(cells))]})
+        return {"rows": rows, "width": max(len(r["cells"]) for r in rows), "tall": tall}
 
     def distance(self, a: Cell, b: Cell) -> int:
         dc, dr = a[0] - b[0], a[1] - b[1]

@@ -17,10 +17,9 @@ from pbmserv.games.base import (
     Engine,
     GameOption,
     IllegalMoveError,
-    MoveSyntaxError,
     Outcome,
 )
-from pbmserv.games.hexgrid import AXES, CoordinateError, HexGrid
+from pbmserv.games.hexgrid import AXES, HexGrid
 
 GRID = HexGrid(3)
 HOLE = "#"
@@ -157,16 +156,9 @@ class HoneyDonuts(Engine[Position, Shift]):
         return move
 
     def _read(self, text: str) -> Shift:
-        parts = text.strip().lower().split("-")
-        if len(parts) != 2:
-            raise MoveSyntaxError(
-                f"{text!r} is not a move; name two neighbouring cells of a line, "
-                "like a1-a2 (the line shifts from the first toward the second)"
-            )
-        try:
-            a, b = (GRID.parse(p) for p in parts)
-        except CoordinateError as exc:
-            raise MoveSyntaxError(str(exc)) from None
+        a, b = GRID.parse_pair(
+            text, "-", "name two neighbouring cells of a line, like a1-a2 (the line "
+            "shifts from the first toward the second)")
         for cell in (a, b):
             if cell == GRID.centre:
                 raise IllegalMoveError(f"{GRID.name(cell)} is the hole in the middle of the board")
