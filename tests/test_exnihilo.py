@@ -163,3 +163,37 @@ def test_serialisation_round_trips() -> None:
 def test_perft(options: list[str], counts: list[int]) -> None:
     pos = E.new(options)
     assert [E.perft(pos, d) for d in range(len(counts))] == counts
+
+
+# -- an independent count of the first two plies ----------------------------------------
+def _ref_cells(side: int) -> list[tuple[int, int, int]]:
+    n = side - 1
+    return [(x, y, -x - y) for x in range(-n, n + 1) for y in range(-n, n + 1)
+            if abs(x + y) <= n]
+
+
+def _ref_zero_stack_turns(side: int, occupied: set[tuple[int, int, int]]) -> list[
+        tuple[tuple[int, int, int], tuple[int, int, int]]]:
+    """0-stack steps only: enough for the first two plies, where nothing can be flanked
+    (a flank needs two stacks of the mover) and no stack of the mover exists to move."""
+    cells = set(_ref_cells(side))
+    ring = {c: max(map(abs, c)) for c in cells}
+    out = []
+    for a in cells - occupied:
+        for d in ((1, -1, 0), (-1, 1, 0), (1, 0, -1), (-1, 0, 1), (0, 1, -1), (0, -1, 1)):
+            b = a
+            while True:
+                b = (b[0] + d[0], b[1] + d[1], b[2] + d[2])
+                if b not in cells or b in occupied:
+                    break
+                if ring[b] > ring[a]:
+                    out.append((a, b))
+    return out
+
+
+@pytest.mark.parametrize(("options", "side"), [(["-small"], 4), ([], 5), (["-large"], 6)])
+def test_first_two_plies_match_an_independent_count(options: list[str], side: int) -> None:
+    first = _ref_zero_stack_turns(side, set())
+    second = sum(len(_ref_zero_stack_turns(side, {b})) for _, b in first)
+    assert len(first) == len(E.legal_moves(E.new(options)))
+    assert second == E.perft(E.new(options), 2)
