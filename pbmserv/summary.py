@@ -31,8 +31,7 @@ def diagram(engine: AnyEngine, position: Any) -> str:
     return render(engine.board_template(), view=engine.view(position))
 
 
-def board_summary(session: Session, engine: AnyEngine, board: Board,
-                  comments: list[tuple[str, str]] | None = None) -> str:
+def board_summary(session: Session, engine: AnyEngine, board: Board) -> str:
     moves = moves_of(session, board)
     seats = len(engine.seats)
     rows = [
@@ -51,7 +50,8 @@ def board_summary(session: Session, engine: AnyEngine, board: Board,
         to_move=None if board.finished else player_of(board, board.to_move).userid,
         rows=rows,
         diagram=diagram(engine, position_of(engine, board)),
-        comments=comments or [],
+        started=board.created_at,
+        last_move=board.updated_at if board.ply else None,
     )
 
 

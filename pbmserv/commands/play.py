@@ -30,14 +30,12 @@ from pbmserv.render import render
 from pbmserv.summary import board_subject, board_summary
 
 
-def mail_players(ctx: Context, engine: AnyEngine, board: Board, *, skip: User | None,
-                 new: bool = False, comment: tuple[str, str] | None = None) -> None:
-    """Queue the board mail for every player of the board but ``skip``."""
-    body = render(
-        "board_mail.txt.j2",
-        new=new,
-        summary=board_summary(ctx.session, engine, board, [comment] if comment else None),
-    )
+def mail_players(ctx: Context, engine: AnyEngine, board: Board, summary: str, *,
+                 skip: User | None, new: bool = False,
+                 comment: tuple[str, str] | None = None) -> None:
+    """Queue the board mail (``summary``, and the mover's comment) for every player of
+    the board but ``skip``."""
+    body = render("board_mail.txt.j2", new=new, summary=summary, comment=comment)
     subject = board_subject(engine, board, new=new, commented=comment is not None)
     sent: set[str] = set()
     for player in board.players:
@@ -102,10 +100,10 @@ class Challenge(Command):
         except RuleError as exc:
             raise CommandError(str(exc)) from None
         board = create_board(ctx.session, engine, users, options)
-        mail_players(ctx, engine, board, skip=None, new=True)
+        summary = board_summary(ctx.session, engine, board)
+        mail_players(ctx, engine, board, summary, skip=None, new=True)
         return Result(
-            render("commands/challenge.txt.j2", engine=engine, board=board,
-                   summary=board_summary(ctx.session, engine, board)),
+            render("commands/challenge.txt.j2", engine=engine, board=board, summary=summary),
             subject=board_subject(engine, board, new=True),
         )
 
@@ -113,10 +111,10 @@ class Challenge(Command):
 def resign(ctx: Context, engine: AnyEngine, board: Board, user: User) -> Result:
     seat = board.to_move if board.to_move in seats_of(board, user) else seats_of(board, user)[0]
     finish(board, Outcome(1 - seat, f"{user.userid} resigned"))
-    mail_players(ctx, engine, board, skip=user)
+    summary = board_summary(ctx.session, engine, board)
+    mail_players(ctx, engine, board, summary, skip=user)
     return Result(
-        render("commands/resign.txt.j2", engine=engine, board=board,
-               summary=board_summary(ctx.session, engine, board)),
+        render("commands/resign.txt.j2", engine=engine, board=board, summary=summary),
         subject=board_subject(engine, board),
     )
 
@@ -143,10 +141,11 @@ def answer_offer(ctx: Context, engine: AnyEngine, board: Board, user: User,
             finish(board, engine.agreed_outcome(position_of(engine, board)))
         board.offer_by = None
         what = word
-    mail_players(ctx, engine, board, skip=user)
+    summary = board_summary(ctx.session, engine, board)
+    mail_players(ctx, engine, board, summary, skip=user)
     return Result(
         render("commands/offer.txt.j2", engine=engine, board=board, what=what, user=user,
-               summary=board_summary(ctx.session, engine, board)),
+               summary=summary),
         subject=board_subject(engine, board),
     )
 
@@ -191,10 +190,11 @@ class MoveCommand(Command):
             raise CommandError(f"{text} is not possible here: {exc}", board=board) from None
         record_move(ctx.session, engine, board, position, notation, ctx.comment)
         comment = (user.userid, ctx.comment) if ctx.comment else None
-        mail_players(ctx, engine, board, skip=user, comment=comment)
+        summary = board_summary(ctx.session, engine, board)
+        mail_players(ctx, engine, board, summary, skip=user, comment=comment)
         return Result(
             render("commands/move.txt.j2", engine=engine, board=board, notation=notation,
-                   summary=board_summary(ctx.session, engine, board)),
+                   summary=summary),
             subject=board_subject(engine, board),
         )
 
