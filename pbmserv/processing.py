@@ -64,7 +64,8 @@ def run_line(ctx: Context, line: str) -> Section:
         usage = None
         if exc.usage and inv is not None:
             usage = lookup(line)[0].usage(game.name if game else "game")
-        text = render("error.txt.j2", message=exc.message, usage=usage, summary=summary)
+        text = render("error.txt.j2", message=exc.message, usage=usage, summary=summary,
+                      hint=exc.hint)
         if exc.board is not None and game is not None:
             subject = f"{game.title} Board {exc.board.number} Error"
         else:

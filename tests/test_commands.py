@@ -119,6 +119,8 @@ def test_illegal_move_says_why_and_changes_nothing(mailer: Mailer, db: Database)
     assert len(out) == 1  # no board mail
     assert out[0].subject == "Honeydonuts Board 101 Error"
     assert "b2-a2 is not possible here: that move would push your own King" in out[0].body
+    assert ('Honeydonuts moves are written like a1-a2; "honeydonuts moves 101" lists every '
+            "legal move.") in out[0].body.replace("\n", " ")
     assert "> honeydonuts move 101 alice ***** b2-a2" in out[0].body
     assert "wrong" not in out[0].body
     out = mailer.send("honeydonuts move 101 alice wrong a1-a2")

@@ -15,11 +15,13 @@ from pbmserv.games import AnyEngine, get_engine
 class CommandError(Exception):
     """The command cannot be carried out; the message tells the player why."""
 
-    def __init__(self, message: str, *, usage: bool = False, board: Board | None = None) -> None:
+    def __init__(self, message: str, *, usage: bool = False, board: Board | None = None,
+                 hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.usage = usage
         self.board = board
+        self.hint = hint
 
 
 @dataclass

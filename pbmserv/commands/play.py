@@ -46,6 +46,12 @@ def mail_players(ctx: Context, engine: AnyEngine, board: Board, summary: str, *,
         ctx.board_mails.append(BoardMail(user.email, subject, body))
 
 
+def move_hint(engine: AnyEngine, board: Board) -> str:
+    forms = " or ".join(engine.move_forms)
+    return (f"{engine.title} moves are written like {forms}; "
+            f'"{engine.name} moves {board.number}" lists every legal move.')
+
+
 def game_of(inv: Invocation) -> AnyEngine:
     assert inv.game is not None
     return inv.game
@@ -187,7 +193,8 @@ class MoveCommand(Command):
         try:
             position, notation = engine.play(position_of(engine, board), text)
         except RuleError as exc:
-            raise CommandError(f"{text} is not possible here: {exc}", board=board) from None
+            raise CommandError(f"{text} is not possible here: {exc}", board=board,
+                               hint=move_hint(engine, board)) from None
         record_move(ctx.session, engine, board, position, notation, ctx.comment)
         comment = (user.userid, ctx.comment) if ctx.comment else None
         summary = board_summary(ctx.session, engine, board)

@@ -7,7 +7,7 @@ from sqlalchemy import select
 from pbmserv.accounts import existing_user
 from pbmserv.boards import load_board, parse_board_ref, position_at, position_of
 from pbmserv.commands.base import Command, CommandError, Context, Invocation, Result, command
-from pbmserv.commands.play import game_of
+from pbmserv.commands.play import game_of, move_hint
 from pbmserv.db.models import Board, BoardPlayer
 from pbmserv.games.base import RuleError
 from pbmserv.render import render
@@ -101,7 +101,8 @@ class Preview(Command):
                 pos, notation = engine.play(pos, text)
             except RuleError as exc:
                 done = f" after {' '.join(played)}" if played else ""
-                raise CommandError(f"{text} is not possible{done}: {exc}", board=board) from None
+                raise CommandError(f"{text} is not possible{done}: {exc}", board=board,
+                                   hint=move_hint(engine, board)) from None
             played.append(notation)
         outcome = engine.outcome(pos)
         return Result(

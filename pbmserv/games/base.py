@@ -56,6 +56,7 @@ class Engine(ABC, Generic[P, M]):
     options: ClassVar[tuple[GameOption, ...]] = ()
     #: groups of flags of which at most one may be given
     exclusive_options: ClassVar[tuple[frozenset[str], ...]] = ()
+    #: examples of move notation, shown when a move is refused
     move_forms: ClassVar[tuple[str, ...]] = ()
 
     # -- options ------------------------------------------------------------------

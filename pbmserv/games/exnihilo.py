@@ -76,10 +76,6 @@ class Position:
         return board_of(self.side)
 
 
-def _top(stack: str) -> int | None:
-    return None if not stack else COLOURS.index(stack[-1])
-
-
 class ExNihilo(Engine[Position, Turn]):
     name = "exnihilo"
     title = "Exnihilo"
