@@ -90,11 +90,12 @@ def deliver(settings: Settings, sender: str | None) -> None:
     except Exception as exc:
         click.echo(f"pbmserv: could not store the message: {exc}", err=True)
         sys.exit(EX_TEMPFAIL)
-    # stored: from here on nothing is lost; the rest may be retried by any worker
+    # stored: from here on nothing is lost; the rest may be retried by any worker.
+    # Everything pending is processed oldest first (this mail included), so mail that
+    # arrives in quick succession through parallel pipes is still applied in order.
     try:
         if stored is not None:
-            process_message(db, settings, stored)
-        process_pending(db, settings)
+            process_pending(db, settings)
         Sender(db, settings).send_due()
     except Exception as exc:  # the message is safe; a later run finishes the job
         click.echo(f"pbmserv: stored, processing deferred: {exc}", err=True)
