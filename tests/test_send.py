@@ -118,8 +118,8 @@ def test_backoff_grows_and_is_capped() -> None:
 def test_leased_row_is_not_sent_by_a_second_sender(db: Database, settings: Settings) -> None:
     rid = queue(db, settings)
     sender = Sender(db, settings)
-    claimed = sender._claim(0)
-    assert claimed is not None and claimed.id == rid
-    assert Sender(db, settings)._claim(0) is None
+    claimed = sender._claim(10)
+    assert [r.id for r in claimed] == [rid]
+    assert Sender(db, settings)._claim(10) == []
     with db.transaction() as s:
         assert s.scalar(select(OutboxMessage.status)) == "pending"

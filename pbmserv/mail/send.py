@@ -28,6 +28,8 @@ from pbmserv.mail.parse import LOOP_HEADER
 log = logging.getLogger(__name__)
 #: how long a claimed row is left alone; a sender that dies mid-send delays it this long
 LEASE = timedelta(seconds=60)
+#: rows leased and recorded together, in one transaction each way
+BATCH = 20
 MAX_BACKOFF = 3600
 
 
@@ -95,15 +97,15 @@ class Sender:
         self.db = db
         self.settings = settings
 
-    def _claim(self, after: int) -> OutboxMessage | None:
-        """Lease the next due row (id above ``after``), so no other sender takes it."""
+    def _claim(self, limit: int) -> list[OutboxMessage]:
+        """Lease up to ``limit`` due rows, so that no other sender takes them."""
         now = utcnow()
+        claimed = []
         with self.db.transaction() as session:
             for row in session.scalars(
                 select(OutboxMessage)
-                .where(OutboxMessage.status == "pending", OutboxMessage.next_attempt_at <= now,
-                       OutboxMessage.id > after)
-                .order_by(OutboxMessage.id).limit(20)
+                .where(OutboxMessage.status == "pending", OutboxMessage.next_attempt_at <= now)
+                .order_by(OutboxMessage.id).limit(limit)
             ):
                 got = session.execute(
                     update(OutboxMessage)
@@ -112,39 +114,43 @@ class Sender:
                     .values(next_attempt_at=now + LEASE)
                 ).rowcount  # type: ignore[attr-defined]
                 if got:
-                    return row
-        return None
+                    claimed.append(row)
+        return claimed
+
+    def _deliver(self, row: OutboxMessage) -> dict[str, object]:
+        """Send one mail; returns the changes to record for its row."""
+        try:
+            data = build_message(self.settings, row)
+            if self.settings.relay is None:
+                deliver_maildir(self.settings.maildir, row, data.as_bytes())
+            else:
+                deliver_relay(self.settings.relay, self.settings, data, row.to_addr)
+            return {"status": "sent", "sent_at": utcnow(), "last_error": None}
+        except PermanentFailure as exc:
+            log.warning("outbox %s refused for good: %s", row.id, exc)
+            return {"status": "failed", "last_error": str(exc)[:2000]}
+        except Exception as exc:
+            delay = backoff_seconds(row.attempts + 1)
+            log.warning("outbox %s not sent (%s); next try in %ss", row.id,
+                        type(exc).__name__, delay)
+            return {"last_error": f"{type(exc).__name__}: {exc}"[:2000],
+                    "next_attempt_at": utcnow() + timedelta(seconds=delay)}
 
     def send_due(self, limit: int = 1000) -> int:
-        """Send due messages (each tried once, at most ``limit``); returns how many went."""
-        sent = 0
-        last = 0
-        for _ in range(limit):
-            row = self._claim(last)
-            if row is None:
+        """Send due messages, a batch at a time (each tried once, at most ``limit``);
+        returns how many went out."""
+        sent = tried = 0
+        while tried < limit:
+            rows = self._claim(min(BATCH, limit - tried))
+            if not rows:
                 break
-            last = row.id
-            values: dict[str, object]
-            try:
-                data = build_message(self.settings, row)
-                if self.settings.relay is None:
-                    deliver_maildir(self.settings.maildir, row, data.as_bytes())
-                else:
-                    deliver_relay(self.settings.relay, self.settings, data, row.to_addr)
-                values = {"status": "sent", "sent_at": utcnow(), "last_error": None}
-                sent += 1
-            except PermanentFailure as exc:
-                log.warning("outbox %s refused for good: %s", row.id, exc)
-                values = {"status": "failed", "last_error": str(exc)[:2000]}
-            except Exception as exc:
-                delay = backoff_seconds(row.attempts + 1)
-                log.warning("outbox %s not sent (%s); next try in %ss", row.id,
-                            type(exc).__name__, delay)
-                values = {"last_error": f"{type(exc).__name__}: {exc}"[:2000],
-                          "next_attempt_at": utcnow() + timedelta(seconds=delay)}
+            results = [(row.id, self._deliver(row)) for row in rows]
             with self.db.transaction() as session:
-                session.execute(
-                    update(OutboxMessage).where(OutboxMessage.id == row.id)
-                    .values(attempts=OutboxMessage.attempts + 1, **values)
-                )
+                for row_id, values in results:
+                    session.execute(
+                        update(OutboxMessage).where(OutboxMessage.id == row_id)
+                        .values(attempts=OutboxMessage.attempts + 1, **values)
+                    )
+            tried += len(rows)
+            sent += sum(values.get("status") == "sent" for _, values in results)
         return sent
