@@ -80,6 +80,7 @@ def handle(session: Session, settings: Settings, inbound: InboundMessage) -> Non
     if mail.silent_reason:
         inbound.status = "ignored"
         inbound.error = mail.silent_reason
+        log.info("message %s ignored: %s", inbound.id, mail.silent_reason)
         return
     ctx = Context(session, settings, sender=mail.reply_to,
                   comment=mail.comment if mail.source != "multiple" else "")
@@ -94,11 +95,17 @@ def handle(session: Session, settings: Settings, inbound: InboundMessage) -> Non
     body = render("reply.txt.j2", sections=sections, settings=settings)
     queue_mail(session, settings, to=mail.reply_to, subject=subject, body=body,
                inbound_id=inbound.id, in_reply_to=mail.message_id)
+    queued = 1
     for bm in ctx.board_mails:
         if bm.to != mail.reply_to or len(sections) > 1:
             queue_mail(session, settings, to=bm.to, subject=bm.subject, body=bm.body,
                        inbound_id=inbound.id)
+            queued += 1
     inbound.status = "done"
+    # what was asked is logged by verb only: command lines may hold passwords
+    log.info("message %s from %s: %s; %d mail(s) queued", inbound.id, mail.reply_to,
+             ", ".join(" ".join(s.command.split()[:2]) + ("" if s.ok else " (refused)")
+                       for s in sections), queued)
 
 
 def process_message(db: Database, settings: Settings, inbound_id: int) -> str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
 from sqlalchemy import select
 
 from pbmserv.db.models import Board, OutboxMessage, User
@@ -282,3 +285,13 @@ def test_amoeba_by_mail(mailer: Mailer) -> None:
     bad = mailer.reply("amoeba move 101 bob pw-bob e8-e6,c5-e5").replace("\n", " ")
     assert "with -single a square slides only into a hole next to it" in bad
     assert "1. e2-e4,a4-b4" in mailer.reply("amoeba move 101 bob pw-bob Nf7#2")
+
+
+def test_logs_never_hold_passwords(mailer: Mailer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    start_game(mailer)
+    mailer.send("honeydonuts move 101 alice pw-alice a1-a2")
+    mailer.send("honeydonutz move 101 bob pw-bob e1-e2")
+    assert "honeydonuts move; 2 mail(s) queued" in caplog.text
+    assert "honeydonutz move (refused)" in caplog.text
+    assert "pw-alice" not in caplog.text and "pw-bob" not in caplog.text
