@@ -79,6 +79,12 @@ def seats_of(board: Board, user: User) -> list[int]:
     return [p.seat for p in board.players if p.user_id == user.id]
 
 
+def acting_seat(board: Board, user: User) -> int:
+    """The seat a player speaks for: the one to move if theirs (a player may hold both)."""
+    mine = seats_of(board, user)
+    return board.to_move if board.to_move in mine else mine[0]
+
+
 def player_of(board: Board, seat: int) -> User:
     return next(p.user for p in board.players if p.seat == seat)
 

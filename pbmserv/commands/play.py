@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pbmserv.accounts import authenticate, existing_user
 from pbmserv.boards import (
+    acting_seat,
     create_board,
     finish,
     load_board,
@@ -115,8 +116,7 @@ class Challenge(Command):
 
 
 def resign(ctx: Context, engine: AnyEngine, board: Board, user: User) -> Result:
-    seat = board.to_move if board.to_move in seats_of(board, user) else seats_of(board, user)[0]
-    finish(board, Outcome(1 - seat, f"{user.userid} resigned"))
+    finish(board, Outcome(1 - acting_seat(board, user), f"{user.userid} resigned"))
     summary = board_summary(ctx.session, engine, board)
     mail_players(ctx, engine, board, summary, skip=user)
     return Result(
@@ -131,17 +131,16 @@ OFFER_WORDS = ("propose", "accept", "reject")
 def answer_offer(ctx: Context, engine: AnyEngine, board: Board, user: User,
                  word: str) -> Result:
     """``propose`` an agreed end; the opponent may ``accept`` or ``reject`` it."""
-    mine = seats_of(board, user)
     if word == "propose":
         if board.offer_by is not None:
             raise CommandError(f"{player_of(board, board.offer_by).userid} has already "
                                "offered to end this game", board=board)
-        board.offer_by = board.to_move if board.to_move in mine else mine[0]
+        board.offer_by = acting_seat(board, user)
         what = "offer"
     else:
         if board.offer_by is None:
             raise CommandError("nobody has offered to end this game", board=board)
-        if mine == [board.offer_by]:
+        if seats_of(board, user) == [board.offer_by]:
             raise CommandError("you made the offer; your opponent must answer it", board=board)
         if word == "accept":
             finish(board, engine.agreed_outcome(position_of(engine, board)))

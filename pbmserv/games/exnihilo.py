@@ -50,10 +50,6 @@ class Board:
     rays: tuple[tuple[tuple[int, ...], ...], ...]
     ring: tuple[int, ...]
 
-    @property
-    def size(self) -> int:
-        return len(self.grid.cells)
-
 
 @cache
 def board_of(side: int) -> Board:

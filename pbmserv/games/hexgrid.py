@@ -98,11 +98,11 @@ class HexGrid:
             raise MoveSyntaxError(str(exc)) from None
 
     def stack_view(self, stacks: Sequence[str], width: int) -> dict[str, Any]:
-        """Rows of stacks for the hex board template; stacks wider than ``width`` are
-        drawn as a mark like [1] and listed in ``tall``."""
+        """Rows of stacks (or one-letter pieces) for the hex board template; stacks
+        wider than ``width`` are drawn as a mark like [1] and listed in ``tall``."""
         rows = []
         tall: list[dict[str, str]] = []
-        for letter, _indent, cells in self.display_rows():
+        for letter, cells in self.display_rows():
             shown = []
             for cell in cells:
                 stack = stacks[self.index[cell]]
@@ -149,11 +149,10 @@ class HexGrid:
                 return out
             out.append((col, row))
 
-    def display_rows(self) -> list[tuple[str, int, list[Cell]]]:
-        """Rows top first for drawing: (letter, indent in half-cells, cells left to right)."""
-        out = []
-        for row in reversed(range(self.rows)):
-            indent = self.rows - self.row_length(row)
-            cells = [(self.first_col(row) + i, row) for i in range(self.row_length(row))]
-            out.append((chr(ord("a") + row), indent, cells))
-        return out
+    def display_rows(self) -> list[tuple[str, list[Cell]]]:
+        """Rows top first for drawing: (letter, cells left to right)."""
+        return [
+            (chr(ord("a") + row),
+             [(self.first_col(row) + i, row) for i in range(self.row_length(row))])
+            for row in reversed(range(self.rows))
+        ]

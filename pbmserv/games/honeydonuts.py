@@ -221,11 +221,4 @@ class HoneyDonuts(Engine[Position, Shift]):
         )
 
     def view(self, pos: Position) -> dict[str, Any]:
-        rows = []
-        for letter, _indent, cells in GRID.display_rows():
-            rows.append({
-                "letter": letter,
-                "cells": [pos.cells[GRID.index[c]] for c in cells],
-                "numbers": [str(i + 1) for i in range(len(cells))],
-            })
-        return {"rows": rows, "width": max(len(r["cells"]) for r in rows), "simple": pos.simple}
+        return GRID.stack_view(pos.cells, 1) | {"simple": pos.simple}
