@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from pbmserv.games.amoeba import EMPTY, HOLE, Amoeba, Position, geometry
-from pbmserv.games.base import IllegalMoveError, MoveSyntaxError
+from pbmserv.games.base import IllegalMoveError, MoveSyntaxError, Termination
 
 E = Amoeba()
 NORMAL_HOLES = ("b4", "b5", "b6", "d5", "e5", "g4", "g5", "g6")
@@ -318,6 +318,7 @@ def test_checkmate_by_a_slide_with_the_ko_rule_sealing_it() -> None:
     outcome = E.outcome(after)
     assert outcome is not None and outcome.winner == 0
     assert outcome.reason == "Black is checkmated"
+    assert outcome.termination is Termination.CHECKMATE
     # without the ko rule Black could slide d9 back: with it, no turn remains
     assert E.legal_moves(after) == []
 
@@ -328,6 +329,7 @@ def test_stalemate_by_a_slide_is_a_draw() -> None:
     outcome = E.outcome(after)
     assert outcome is not None and outcome.winner is None
     assert outcome.reason == "stalemate: Black has no legal turn"
+    assert outcome.termination is Termination.STALEMATE
 
 
 def test_serialisation_round_trips() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pbmserv.games.base import IllegalMoveError, MoveSyntaxError, OptionError
+from pbmserv.games.base import IllegalMoveError, MoveSyntaxError, OptionError, Termination
 from pbmserv.games.exnihilo import ExNihilo, Position
 
 E = ExNihilo()
@@ -119,6 +119,7 @@ def test_immovable_hostage_leaves_no_legal_turn() -> None:
     outcome = E.outcome(pos)
     assert outcome is not None and outcome.winner == 1
     assert outcome.reason == "White has no legal turn"
+    assert outcome.termination is Termination.NO_MOVES
     with pytest.raises(IllegalMoveError, match="capturing is compulsory"):
         E.parse_move(pos, "e5-e1")
     with pytest.raises(IllegalMoveError, match="flanks the enemy stack at a2"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pbmserv.games.base import IllegalMoveError, MoveSyntaxError
+from pbmserv.games.base import IllegalMoveError, MoveSyntaxError, Termination
 from pbmserv.games.hexamoeba import GRID, Hexamoeba, Position
 
 E = Hexamoeba()
@@ -97,6 +97,7 @@ def test_capturing_the_enemy_kernel_wins() -> None:
     outcome = E.outcome(after)
     assert outcome is not None and outcome.winner == 0
     assert outcome.reason == "White controls the stack holding Black's Kernel"
+    assert outcome.termination is Termination.KERNEL
     assert E.legal_moves(after) == []
 
 
@@ -117,6 +118,7 @@ def test_no_legal_move_loses() -> None:
     outcome = E.outcome(pos)
     assert outcome is not None and outcome.winner == 1
     assert outcome.reason == "White has no legal move"
+    assert outcome.termination is Termination.NO_MOVES
 
 
 def test_threefold_repetition_counts_stacks() -> None:
@@ -127,6 +129,7 @@ def test_threefold_repetition_counts_stacks() -> None:
     pos = E.play_all(pos, cycle)
     outcome = E.outcome(pos)
     assert outcome is not None and outcome.winner == 0
+    assert outcome.termination is Termination.REPETITION
     assert outcome.reason == ("the same position came up a third time; "
                               "White controls 3 stacks, Black 1")
 

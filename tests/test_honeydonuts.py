@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from pbmserv.games.base import IllegalMoveError, MoveSyntaxError
+from pbmserv.games.base import IllegalMoveError, MoveSyntaxError, Termination
 from pbmserv.games.honeydonuts import GRID, LINES, HoneyDonuts, Position
 
 E = HoneyDonuts()
@@ -112,6 +112,7 @@ def test_pushing_out_enemy_king_wins_and_leaves_the_cell_empty() -> None:
     outcome = E.outcome(after)
     assert outcome is not None and outcome.winner == 0
     assert "Blue's King" in outcome.reason
+    assert outcome.termination is Termination.KING_OFF
     assert E.legal_moves(after) == []
 
 
@@ -164,6 +165,7 @@ def test_player_without_legal_move_loses() -> None:
     outcome = E.outcome(blocked)
     assert outcome is not None and outcome.winner == 1
     assert outcome.reason == "Red has no legal move"
+    assert outcome.termination is Termination.NO_MOVES
 
 
 @pytest.mark.parametrize("options", [(), ("-simple",)])

@@ -26,7 +26,7 @@ from pbmserv.commands.base import (
 from pbmserv.commands.general import game_help
 from pbmserv.db.models import Board, User
 from pbmserv.games import AnyEngine
-from pbmserv.games.base import Outcome, RuleError
+from pbmserv.games.base import Outcome, RuleError, Termination
 from pbmserv.render import render
 from pbmserv.summary import board_subject, board_summary
 
@@ -116,7 +116,8 @@ class Challenge(Command):
 
 
 def resign(ctx: Context, engine: AnyEngine, board: Board, user: User) -> Result:
-    finish(board, Outcome(1 - acting_seat(board, user), f"{user.userid} resigned"))
+    finish(board, Outcome(1 - acting_seat(board, user), Termination.RESIGNATION,
+                          f"{user.userid} resigned"))
     summary = board_summary(ctx.session, engine, board)
     mail_players(ctx, engine, board, summary, skip=user)
     return Result(

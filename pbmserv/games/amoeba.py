@@ -20,6 +20,7 @@ from pbmserv.games.base import (
     IllegalMoveError,
     MoveSyntaxError,
     Outcome,
+    Termination,
 )
 
 HOLE = "#"
@@ -373,8 +374,10 @@ class Amoeba(Engine[Position, Turn]):
         for _ in self._completions(pos):
             return None
         if self.in_check(pos):
-            return Outcome(1 - pos.turn, f"{self.seats[pos.turn]} is checkmated")
-        return Outcome(None, f"stalemate: {self.seats[pos.turn]} has no legal turn")
+            return Outcome(1 - pos.turn, Termination.CHECKMATE,
+                           f"{self.seats[pos.turn]} is checkmated")
+        return Outcome(None, Termination.STALEMATE,
+                       f"stalemate: {self.seats[pos.turn]} has no legal turn")
 
     # -- notation -------------------------------------------------------------------------
     def format_move(self, pos: Position, move: Turn) -> str:

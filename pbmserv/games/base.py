@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, ClassVar, Generic, TypeVar
 
 
@@ -29,11 +30,29 @@ class OptionError(RuleError):
     """An unknown or conflicting challenge option."""
 
 
+class Termination(StrEnum):
+    """How a game ended, as a kind; ``Outcome.reason`` says it in words."""
+
+    CHECKMATE = "checkmate"
+    STALEMATE = "stalemate"
+    KERNEL = "kernel"
+    KING_OFF = "king-off"
+    NO_MOVES = "no-moves"
+    REPETITION = "repetition"
+    AGREEMENT = "agreement"
+    RESIGNATION = "resignation"
+    TIME = "time"
+    DECLINED = "declined"
+    ABANDONED = "abandoned"
+    ADJUDICATION = "adjudication"
+
+
 @dataclass(frozen=True)
 class Outcome:
     """How a game ended: ``winner`` is a seat (0 first player) or None for a draw."""
 
     winner: int | None
+    termination: Termination
     reason: str
 
 
@@ -58,6 +77,8 @@ class Engine(ABC, Generic[P, M]):
     exclusive_options: ClassVar[tuple[frozenset[str], ...]] = ()
     #: examples of move notation, shown when a move is refused
     move_forms: ClassVar[tuple[str, ...]] = ()
+    #: the version of ``serialize``'s format; stored with every position
+    position_version: ClassVar[int] = 1
 
     # -- options ------------------------------------------------------------------
     def check_options(self, flags: Iterable[str]) -> tuple[str, ...]:
@@ -115,13 +136,28 @@ class Engine(ABC, Generic[P, M]):
     def deserialize(self, text: str) -> P:
         """Inverse of ``serialize``."""
 
+    def load(self, text: str, version: int) -> P:
+        """A stored position, written by format ``version`` of ``serialize``."""
+        if version != self.position_version:
+            return self.deserialize(self.upgrade_position(text, version))
+        return self.deserialize(text)
+
+    def upgrade_position(self, text: str, version: int) -> str:
+        """Rewrite a position stored by an older format into the current one.
+
+        An engine that changes its format raises ``position_version`` and converts
+        here; a stored position is never read with the wrong format.
+        """
+        raise ValueError(f"{self.name} cannot read positions of format {version} "
+                         f"(this version writes format {self.position_version})")
+
     @abstractmethod
     def view(self, pos: P) -> dict[str, Any]:
         """Plain data for the board template (``boards/<name>.txt.j2``)."""
 
     def agreed_outcome(self, pos: P) -> Outcome:
         """The result when both players agree to end the game here (default: a draw)."""
-        return Outcome(None, "ended by agreement")
+        return Outcome(None, Termination.AGREEMENT, "ended by agreement")
 
     # -- helpers built on the interface --------------------------------------------
     def play(self, pos: P, text: str) -> tuple[P, str]:

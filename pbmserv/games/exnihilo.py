@@ -21,6 +21,7 @@ from pbmserv.games.base import (
     IllegalMoveError,
     MoveSyntaxError,
     Outcome,
+    Termination,
 )
 from pbmserv.games.hexgrid import DIRECTIONS, CoordinateError, HexGrid
 
@@ -203,7 +204,8 @@ class ExNihilo(Engine[Position, Turn]):
     def outcome(self, pos: Position) -> Outcome | None:
         if self._turns(pos):
             return None
-        return Outcome(1 - pos.turn, f"{self.seats[pos.turn]} has no legal turn")
+        return Outcome(1 - pos.turn, Termination.NO_MOVES,
+                       f"{self.seats[pos.turn]} has no legal turn")
 
     # -- notation -----------------------------------------------------------------------
     def format_step(self, pos: Position, cells: Sequence[str], step: Step) -> str:

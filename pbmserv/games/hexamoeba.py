@@ -17,6 +17,7 @@ from pbmserv.games.base import (
     Engine,
     IllegalMoveError,
     Outcome,
+    Termination,
 )
 from pbmserv.games.hexgrid import DIRECTION_NAMES, DIRECTIONS, HexGrid
 
@@ -182,24 +183,26 @@ class Hexamoeba(Engine[Position, StackMove]):
         for stack in pos.cells:
             if enemy in stack:
                 if controller(stack) == mover:
-                    return Outcome(mover, f"{self.seats[mover]} controls the stack holding "
+                    return Outcome(mover, Termination.KERNEL,
+                                   f"{self.seats[mover]} controls the stack holding "
                                           f"{self.seats[pos.turn]}'s Kernel")
                 return None
         return None
 
-    def _counted(self, cells: Sequence[str], why: str) -> Outcome:
+    def _counted(self, cells: Sequence[str], why: str, kind: Termination) -> Outcome:
         white, black = stack_counts(cells)
         tally = f"White controls {white} stacks, Black {black}"
         if white == black:
-            return Outcome(None, f"{why}; {tally}")
-        return Outcome(0 if white > black else 1, f"{why}; {tally}")
+            return Outcome(None, kind, f"{why}; {tally}")
+        return Outcome(0 if white > black else 1, kind, f"{why}; {tally}")
 
     def _finished(self, pos: Position) -> Outcome | None:
         win = self._kernel_win(pos)
         if win is not None:
             return win
         if pos.seen.get(pos.key, 0) >= 3:
-            return self._counted(pos.cells, "the same position came up a third time")
+            return self._counted(pos.cells, "the same position came up a third time",
+                                Termination.REPETITION)
         return None
 
     def outcome(self, pos: Position) -> Outcome | None:
@@ -207,11 +210,12 @@ class Hexamoeba(Engine[Position, StackMove]):
         if done is not None:
             return done
         if not self._moves(pos.cells, pos.turn):
-            return Outcome(1 - pos.turn, f"{self.seats[pos.turn]} has no legal move")
+            return Outcome(1 - pos.turn, Termination.NO_MOVES,
+                           f"{self.seats[pos.turn]} has no legal move")
         return None
 
     def agreed_outcome(self, pos: Position) -> Outcome:
-        return self._counted(pos.cells, "ended by agreement")
+        return self._counted(pos.cells, "ended by agreement", Termination.AGREEMENT)
 
     # -- storage and drawing ----------------------------------------------------------
     def serialize(self, pos: Position) -> str:

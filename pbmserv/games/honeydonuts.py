@@ -18,6 +18,7 @@ from pbmserv.games.base import (
     GameOption,
     IllegalMoveError,
     Outcome,
+    Termination,
 )
 from pbmserv.games.hexgrid import AXES, HexGrid
 
@@ -198,9 +199,11 @@ class HoneyDonuts(Engine[Position, Shift]):
     def outcome(self, pos: Position) -> Outcome | None:
         lost = self._king_lost(pos)
         if lost is not None:
-            return Outcome(1 - lost, f"{self.seats[lost]}'s King was pushed off the board")
+            return Outcome(1 - lost, Termination.KING_OFF,
+                           f"{self.seats[lost]}'s King was pushed off the board")
         if not self.legal_moves(pos):
-            return Outcome(1 - pos.turn, f"{self.seats[pos.turn]} has no legal move")
+            return Outcome(1 - pos.turn, Termination.NO_MOVES,
+                           f"{self.seats[pos.turn]} has no legal move")
         return None
 
     # -- storage ------------------------------------------------------------------------
