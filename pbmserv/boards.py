@@ -6,27 +6,43 @@ position, applies one move and stores the result: no replay of the game.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from pbmserv.commands.base import CommandError
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board, BoardPlayer, Move, User
+from pbmserv.errors import PlayerError
 from pbmserv.games import AnyEngine
 from pbmserv.games.base import Outcome
 
 FIRST_BOARD_NUMBER = 101
 
 
+#: the largest number a player may write (board and move numbers fit any SQL integer)
+MAX_NUMBER = 2**31 - 1
+_DIGITS = re.compile(r"[0-9]{1,10}")
+
+
+def small_number(text: str) -> int | None:
+    """``text`` as a number if it is 1 to 10 ASCII digits worth at most MAX_NUMBER."""
+    if _DIGITS.fullmatch(text) is None:
+        return None
+    value = int(text)
+    return value if value <= MAX_NUMBER else None
+
+
 def parse_board_ref(text: str) -> tuple[int, int | None]:
     """``101`` or ``101#7`` -> (101, None) or (101, 7)."""
     number, _, at = text.partition("#")
-    if not number.isdigit() or (at and not at.isdigit()):
-        raise CommandError(f"{text!r} is not a board number (like 101, or 101#7 for move 7)")
-    return int(number), int(at) if at else None
+    board, ply = small_number(number), small_number(at) if at else None
+    if board is None or (at and ply is None):
+        shown = text if len(text) <= 20 else text[:20] + "..."
+        raise PlayerError(f"{shown!r} is not a board number (like 101, or 101#7 for move 7)")
+    return board, ply
 
 
 def load_board(session: Session, engine: AnyEngine, number: int, *, lock: bool = False) -> Board:
@@ -35,7 +51,7 @@ def load_board(session: Session, engine: AnyEngine, number: int, *, lock: bool =
         query = query.with_for_update()
     board = session.scalar(query)
     if board is None:
-        raise CommandError(f"there is no {engine.name} board {number}")
+        raise PlayerError(f"there is no {engine.name} board {number}")
     return board
 
 
@@ -70,7 +86,7 @@ def position_of(engine: AnyEngine, board: Board) -> Any:
 def position_at(session: Session, engine: AnyEngine, board: Board, ply: int) -> Any:
     """The position after the first ``ply`` moves (replayed: only for looking back)."""
     if not 0 <= ply <= board.ply:
-        raise CommandError(f"board {board.number} has moves 1 to {board.ply}; there is no #{ply}")
+        raise PlayerError(f"board {board.number} has moves 1 to {board.ply}; there is no #{ply}")
     pos = engine.new(board.option_flags)
     return engine.play_all(pos, [m.notation for m in moves_of(session, board)[:ply]])
 

@@ -12,6 +12,7 @@ import click
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
+from pbmserv import throttle
 from pbmserv.config import Settings
 from pbmserv.db.migrate import upgrade
 from pbmserv.db.models import Board, InboundMessage, OutboxMessage, User
@@ -103,7 +104,7 @@ def deliver(settings: Settings, sender: str | None) -> None:
 
 @main.command()
 @click.option("--loop", is_flag=True, help="Keep running, every few seconds.")
-@click.option("--interval", default=5.0, show_default=True)
+@click.option("--interval", default=2.0, show_default=True)
 @click.pass_obj
 def work(settings: Settings, loop: bool, interval: float) -> None:
     """Process stored mail and send the outbox (for pipe setups without 'serve')."""
@@ -112,9 +113,10 @@ def work(settings: Settings, loop: bool, interval: float) -> None:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    sender = Sender(db, settings)
     while True:
         processed = process_pending(db, settings)
-        sent = Sender(db, settings).send_due()
+        sent = sender.send_due()
         if not loop:
             click.echo(f"processed {processed} message(s), sent {sent} mail(s)")
             return
@@ -213,7 +215,7 @@ def outbox_retry(settings: Settings) -> None:
     with db.transaction() as session:
         for m in session.scalars(select(OutboxMessage).where(
                 OutboxMessage.status.in_(("pending", "failed")))):
-            m.status = "pending"
+            m.status, m.leased_by = "pending", None
             m.next_attempt_at = m.created_at
     click.echo(f"sent {Sender(db, settings).send_due(limit=100000)} mail(s)")
 
@@ -245,6 +247,46 @@ def boards_list(settings: Settings, game: str | None, show_all: bool) -> None:
 @main.group()
 def users() -> None:
     """Player accounts."""
+
+
+@users.command("unlock")
+@click.argument("userid")
+@click.pass_obj
+def users_unlock(settings: Settings, userid: str) -> None:
+    """Let USERID's password be checked again at once (after wrong guesses)."""
+    with _db(settings).transaction() as session:
+        cleared = throttle.clear(session, throttle.account_key(userid))
+    click.echo(f"{userid}: " + ("unlocked" if cleared else "nothing was held"))
+
+
+@main.group("throttle")
+def throttle_group() -> None:
+    """Wrong-password counts, per account (user:ID) and per sender (sender:ADDRESS)."""
+
+
+@throttle_group.command("list")
+@click.pass_obj
+def throttle_list(settings: Settings) -> None:
+    """List the keys with wrong passwords counted, and their locks."""
+    with _db(settings).transaction() as session:
+        for row in throttle.held(session):
+            lock = f"locked until {row.locked_until:%Y-%m-%d %H:%M:%S} UTC" \
+                if row.locked_until else "not locked"
+            click.echo(f"{row.key}  {row.failures} failure(s), last "
+                       f"{row.last_failure_at:%Y-%m-%d %H:%M:%S} UTC, {lock}")
+
+
+@throttle_group.command("clear")
+@click.argument("key", required=False)
+@click.option("--all", "clear_all", is_flag=True, help="Clear every key.")
+@click.pass_obj
+def throttle_clear(settings: Settings, key: str | None, clear_all: bool) -> None:
+    """Forget the failures of KEY (user:ID or sender:ADDRESS), or of all keys."""
+    if not key and not clear_all:
+        raise click.UsageError("give a KEY (see 'pbmserv throttle list') or --all")
+    with _db(settings).transaction() as session:
+        cleared = throttle.clear(session, None if clear_all else key)
+    click.echo(f"cleared {cleared} key(s)")
 
 
 @users.command("list")

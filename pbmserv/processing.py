@@ -1,8 +1,11 @@
 """Processing stored mail: parse, run its commands, queue the replies.
 
-Each message is one transaction: the board changes and the outbox rows commit
-together or not at all.  A message whose processing hits a bug is marked
-``failed`` (kept, with the traceback, for the admin to inspect and replay).
+A stored mail is read and parsed first, in a transaction that only reads (on SQLite
+it holds no write lock, so parsing never delays intake).  Its commands then run in
+one write transaction: the board changes and the outbox rows commit together or not
+at all.  A mail whose processing hits a bug is marked ``failed`` in a fresh
+transaction that does not parse it again (kept, with the traceback, for the admin
+to inspect and replay), so it never blocks the mails behind it.
 """
 
 from __future__ import annotations
@@ -16,18 +19,22 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from pbmserv.commands import is_command, lookup
-from pbmserv.commands.base import CommandError, Context, Invocation, Result
+from pbmserv.commands.base import MASK, Command, Context, Invocation, Result, mask_words
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import InboundMessage
 from pbmserv.db.session import Database
+from pbmserv.errors import PlayerError
 from pbmserv.mail.parse import ParsedMail, parse_message
 from pbmserv.outbox import queue_mail
 from pbmserv.render import render
 from pbmserv.summary import board_summary
+from pbmserv.throttle import record_failure
 
 log = logging.getLogger(__name__)
 TRANSIENT_RETRIES = 5
+#: a command line longer than this is refused unread
+MAX_LINE = 1000
 
 
 @dataclass
@@ -40,30 +47,48 @@ class Section:
     subject: str
 
 
+def quote_head(line: str) -> str:
+    """What may be quoted of a line that was not understood: its verb (and game)."""
+    words = line.split()
+    try:
+        inv = lookup(line)[1]
+    except PlayerError:
+        return words[0][:40] + (" ..." if len(words) > 1 else "") if words else ""
+    head = f"{inv.game.name} {inv.verb}" if inv.game else inv.verb
+    return head + (" ..." if inv.args else "")
+
+
 def run_line(ctx: Context, line: str) -> Section:
     """Run one command line in its own savepoint: a refused command changes nothing."""
     mails_before = len(ctx.board_mails)
-    words = line.split()
-    # until the command is known, quote only its first words: the rest may hold a password
-    quoted = " ".join(words[:2]) + (" ..." if len(words) > 2 else "")
+    logins_before = ctx.logins
+    # until the command is known to be well formed, quote only its verb: any other
+    # word may be a password
+    quoted = quote_head(line)
+    cmd: Command | None = None
     inv: Invocation | None = None
     try:
+        if len(line) > MAX_LINE:
+            raise PlayerError(f"the command is longer than {MAX_LINE} characters")
         cmd, inv = lookup(line)
-        quoted = cmd.masked(inv)
         cmd.check_arity(inv)
         with ctx.session.begin_nested():
             result: Result = cmd.run(ctx, inv)
-        return Section(quoted, True, result.text, result.subject or f"pbmserv: {inv.verb}")
-    except CommandError as exc:
+        return Section(cmd.masked(inv), True, result.text,
+                       result.subject or f"pbmserv: {inv.verb}")
+    except PlayerError as exc:
         del ctx.board_mails[mails_before:]
+        if cmd is not None and inv is not None and (ctx.logins > logins_before
+                                                    or not cmd.secrets(inv)):
+            quoted = cmd.masked(inv)  # its words were in order: the password is masked
+        if exc.failed_keys:  # charged outside the savepoint, so that it sticks
+            record_failure(ctx.session, exc.failed_keys, utcnow())
         game = inv.game if inv is not None else None
         summary = None
         if exc.board is not None and game is not None:
             ctx.session.refresh(exc.board)
             summary = board_summary(ctx.session, game, exc.board)
-        usage = None
-        if exc.usage and inv is not None:
-            usage = lookup(line)[0].usage(game.name if game else "game")
+        usage = cmd.usage(game.name if game else "game") if exc.usage and cmd else None
         text = render("error.txt.j2", message=exc.message, usage=usage, summary=summary,
                       hint=exc.hint)
         if exc.board is not None and game is not None:
@@ -73,17 +98,19 @@ def run_line(ctx: Context, line: str) -> Section:
         return Section(quoted, False, text, subject)
 
 
-def handle(session: Session, settings: Settings, inbound: InboundMessage) -> None:
-    """Run one stored message (inside the caller's transaction)."""
-    mail: ParsedMail = parse_message(inbound.raw, settings.addresses, inbound.envelope_from,
-                                     is_command)
+def handle(session: Session, settings: Settings, inbound_id: int, mail: ParsedMail) -> str:
+    """Run one parsed mail (inside the caller's transaction); returns its new status."""
     if mail.silent_reason:
-        inbound.status = "ignored"
-        inbound.error = mail.silent_reason
-        log.info("message %s ignored: %s", inbound.id, mail.silent_reason)
-        return
+        log.info("message %s ignored: %s", inbound_id, mail.silent_reason)
+        return "ignored"
+    if mail.refusal:
+        queue_mail(session, settings, to=mail.reply_to, subject="pbmserv: your mail was not read",
+                   body=render("refused.txt.j2", refusal=mail.refusal, settings=settings),
+                   inbound_id=inbound_id, in_reply_to=mail.message_id)
+        log.info("message %s from %s refused: %s", inbound_id, mail.reply_to, mail.refusal)
+        return "done"
     ctx = Context(session, settings, sender=mail.reply_to,
-                  comment=mail.comment if mail.source != "multiple" else "")
+                  raw_comment=mail.comment if mail.source != "multiple" else "")
     sections = [run_line(ctx, line) for line in mail.commands]
     if not sections:
         sections = [Section("", False, render("no_command.txt.j2"), "pbmserv: no command found")]
@@ -93,23 +120,41 @@ def handle(session: Session, settings: Settings, inbound: InboundMessage) -> Non
         failed = sum(not s.ok for s in sections)
         subject = f"pbmserv: {len(sections)} commands" + (f", {failed} refused" if failed else "")
     body = render("reply.txt.j2", sections=sections, settings=settings)
-    queue_mail(session, settings, to=mail.reply_to, subject=subject, body=body,
-               inbound_id=inbound.id, in_reply_to=mail.message_id)
+
+    def scrub(text: str) -> str:  # the last guard: no password of this mail goes out
+        return mask_words(text, ctx.passwords)
+
+    queue_mail(session, settings, to=mail.reply_to, subject=scrub(subject), body=scrub(body),
+               inbound_id=inbound_id, in_reply_to=mail.message_id)
     queued = 1
     for bm in ctx.board_mails:
         if bm.to != mail.reply_to or len(sections) > 1:
-            queue_mail(session, settings, to=bm.to, subject=bm.subject, body=bm.body,
-                       inbound_id=inbound.id)
+            queue_mail(session, settings, to=bm.to, subject=scrub(bm.subject),
+                       body=scrub(bm.body), inbound_id=inbound_id)
             queued += 1
-    inbound.status = "done"
     # what was asked is logged by verb only: command lines may hold passwords
-    log.info("message %s from %s: %s; %d mail(s) queued", inbound.id, mail.reply_to,
-             ", ".join(" ".join(s.command.split()[:2]) + ("" if s.ok else " (refused)")
-                       for s in sections), queued)
+    log.info("message %s from %s: %s; %d mail(s) queued", inbound_id, mail.reply_to,
+             ", ".join(" ".join(w for w in s.command.split()[:2] if w != MASK)
+                       + ("" if s.ok else " (refused)") for s in sections), queued)
+    return "done"
 
 
 def process_message(db: Database, settings: Settings, inbound_id: int) -> str:
     """Process one stored message once; returns its status afterwards."""
+    with db.reading() as session:
+        row = session.execute(
+            select(InboundMessage.raw, InboundMessage.envelope_from, InboundMessage.status)
+            .where(InboundMessage.id == inbound_id)
+        ).one_or_none()
+    if row is None or row.status != "new":
+        return "skipped"
+    try:
+        mail: ParsedMail | None = parse_message(row.raw, settings.addresses, row.envelope_from,
+                                                is_command)
+    except Exception:  # a bug in the parser: keep the mail; nobody known to tell
+        return mark_failed(db, settings, inbound_id, traceback.format_exc(), None)
+    assert mail is not None
+    last = ""
     for attempt in range(TRANSIENT_RETRIES):
         try:
             with db.transaction() as session:
@@ -120,10 +165,13 @@ def process_message(db: Database, settings: Settings, inbound_id: int) -> str:
                 ).rowcount  # type: ignore[attr-defined]
                 if not claimed:
                     return "skipped"
-                inbound = session.get(InboundMessage, inbound_id)
-                assert inbound is not None
-                handle(session, settings, inbound)
-                return inbound.status
+                status = handle(session, settings, inbound_id, mail)
+                session.execute(
+                    update(InboundMessage).where(InboundMessage.id == inbound_id)
+                    .values(status=status,
+                            error=mail.silent_reason or mail.refusal or None)
+                )
+                return status
         except (OperationalError, IntegrityError) as exc:
             log.warning("message %s: transient database error (try %d): %s",
                         inbound_id, attempt + 1, type(exc).__name__)
@@ -131,37 +179,52 @@ def process_message(db: Database, settings: Settings, inbound_id: int) -> str:
         except Exception:
             last = traceback.format_exc()
             break
-    log.error("message %s could not be processed; kept as failed", inbound_id)
-    with db.transaction() as session:
-        marked = session.execute(
-            update(InboundMessage)
-            .where(InboundMessage.id == inbound_id, InboundMessage.status == "new")
-            .values(status="failed", error=last[-8000:], processed_at=utcnow())
-        ).rowcount  # type: ignore[attr-defined]
-        inbound = session.get(InboundMessage, inbound_id)
-        if marked and inbound is not None:
-            mail = parse_message(inbound.raw, settings.addresses, inbound.envelope_from)
-            if not mail.silent_reason:
+    return mark_failed(db, settings, inbound_id, last, mail)
+
+
+def mark_failed(db: Database, settings: Settings, inbound_id: int, error: str,
+                mail: ParsedMail | None) -> str:
+    """Keep the mail as failed and tell its sender, in a transaction of its own.
+
+    Returns "failed", or "new" if even that could not be written (the mail is then
+    tried again on the next pass; the ones behind it go on meanwhile).
+    """
+    try:
+        with db.transaction() as session:
+            marked = session.execute(
+                update(InboundMessage)
+                .where(InboundMessage.id == inbound_id, InboundMessage.status == "new")
+                .values(status="failed", error=error[-8000:], processed_at=utcnow())
+            ).rowcount  # type: ignore[attr-defined]
+            if marked and mail is not None and not mail.silent_reason:
                 queue_mail(session, settings, to=mail.reply_to,
                            subject="pbmserv: your mail is held for the administrator",
                            body=render("failed.txt.j2", settings=settings, number=inbound_id),
                            inbound_id=inbound_id, in_reply_to=mail.message_id)
+    except Exception:
+        log.exception("message %s could not be marked as failed; it stays new", inbound_id)
+        return "new"
+    log.error("message %s could not be processed; kept as failed", inbound_id)
     return "failed"
 
 
-def pending_ids(db: Database, limit: int = 500) -> list[int]:
-    with db.transaction() as session:
+def pending_ids(db: Database, after: int = 0, limit: int = 500) -> list[int]:
+    with db.reading() as session:
         return list(session.scalars(
-            select(InboundMessage.id).where(InboundMessage.status == "new")
+            select(InboundMessage.id)
+            .where(InboundMessage.status == "new", InboundMessage.id > after)
             .order_by(InboundMessage.id).limit(limit)
         ))
 
 
 def process_pending(db: Database, settings: Settings) -> int:
-    """Process every stored message not yet processed, oldest first."""
+    """Process every stored message not yet processed, oldest first, each once per call
+    (one that stays new, because even marking it failed failed, waits for the next)."""
     done = 0
-    while ids := pending_ids(db):
+    after = 0
+    while ids := pending_ids(db, after):
         for inbound_id in ids:
             process_message(db, settings, inbound_id)
             done += 1
+        after = ids[-1]
     return done

@@ -47,7 +47,7 @@ class Worker(threading.Thread):
 
 class Server:
     def __init__(self, db: Database, settings: Settings, host: str = "127.0.0.1",
-                 port: int = 2525, send_interval: float = 5.0) -> None:
+                 port: int = 2525, send_interval: float = 2.0) -> None:
         self.db = db
         self.settings = settings
         sender = Sender(db, settings)

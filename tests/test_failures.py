@@ -37,3 +37,36 @@ def test_failed_mail_is_kept_and_replayed(mailer: Mailer, db: Database, settings
     assert subjects[-1] == "pbmserv help"
     again = CliRunner().invoke(main, ["inbox", "replay", str(number)], env=env)
     assert "processed already" in again.output
+
+
+def test_failed_mail_is_marked_without_parsing_again_and_blocks_nothing(
+        db: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pbmserv.processing as processing
+    from pbmserv.intake.store import store_message
+    from pbmserv.mail.parse import parse_message
+    from tests.conftest import make_mail
+
+    parsed: list[bytes] = []
+    real_parse = parse_message
+
+    def counting_parse(raw: bytes, *args: object) -> object:
+        parsed.append(raw)
+        return real_parse(raw, *args)  # type: ignore[arg-type]
+
+    def broken(*args: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(processing, "parse_message", counting_parse)
+    monkeypatch.setattr(Help, "run", broken)
+    bad = store_message(db, make_mail("help", sender="carol@example.org"), "carol@example.org")
+    good = store_message(db, make_mail("list", sender="dave@example.org"), "dave@example.org")
+    assert bad is not None and good is not None
+    assert processing.process_pending(db, settings) == 2
+    assert len(parsed) == 2  # each mail parsed once, the failed one too
+    with db.transaction() as s:
+        rows = {m.id: m for m in s.scalars(select(InboundMessage))}
+        out = {m.inbound_id: m.subject for m in s.scalars(select(OutboxMessage))}
+    assert rows[bad].status == "failed" and "RecursionError" in (rows[bad].error or "")
+    assert rows[good].status == "done"
+    assert out == {bad: "pbmserv: your mail is held for the administrator",
+                   good: "pbmserv games"}

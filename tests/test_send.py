@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
@@ -10,12 +13,13 @@ from typing import Any
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import Envelope
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
+from pbmserv.mail import send
 from pbmserv.mail.send import Sender, backoff_seconds
 from pbmserv.outbox import queue_mail
 from tests.conftest import free_port, read_maildir
@@ -31,6 +35,8 @@ class Sink:
                           options: list[str]) -> str:
         if address.endswith("@refused.example"):
             return "550 5.1.1 no such user"
+        if address.endswith("@busy.example"):
+            return "451 4.3.2 try again later"
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
@@ -84,21 +90,43 @@ def test_relay_delivery(db: Database, settings: Settings, relay: tuple[Sink, int
     assert row(db, rid).status == "sent"
 
 
-def test_relay_down_loses_nothing_and_backs_off(db: Database, settings: Settings,
-                                                relay: tuple[Sink, int]) -> None:
+def test_relay_down_charges_no_mail_and_backlog_goes_out_when_it_answers(
+        db: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(send, "PROBE_EVERY", 0.2)
+    port = free_port()
+    sender = Sender(db, replace(settings, relay=("127.0.0.1", port)))
+    ids = [queue(db, settings, to=f"p{i}@example.org") for i in range(30)]
+    assert sender.send_due() == 0 and sender.relay_down
+    first = row(db, ids[0])
+    assert first.status == "pending" and first.attempts == 0 and first.last_error
+    assert first.next_attempt_at <= utcnow() and first.leased_by is None  # still due
+    assert all(row(db, i).leased_by is None for i in ids)
+    assert sender.send_due() == 0  # no probe yet: nothing is tried
+    sink = Sink()
+    controller = Controller(sink, hostname="127.0.0.1", port=port)
+    controller.start()  # the relay answers again
+    try:
+        time.sleep(0.25)
+        assert sender.send_due() == 30
+        assert not sender.relay_down
+    finally:
+        controller.stop()
+    assert sorted(e.rcpt_tos[0] for e in sink.received) == sorted(
+        f"p{i}@example.org" for i in range(30))
+    assert {row(db, i).status for i in ids} == {"sent"}
+
+
+def test_temporary_refusal_backs_off_that_mail_only(db: Database, settings: Settings,
+                                                    relay: tuple[Sink, int]) -> None:
     sink, port = relay
-    down = replace(settings, relay=("127.0.0.1", free_port()))
-    rid = queue(db, settings)
-    assert Sender(db, down).send_due() == 0
-    first = row(db, rid)
-    assert first.status == "pending" and first.attempts == 1 and first.last_error
-    assert first.next_attempt_at > utcnow() + timedelta(seconds=20)
-    assert Sender(db, down).send_due() == 0  # not due yet: not tried again
-    assert row(db, rid).attempts == 1
-    with db.transaction() as s:  # time passes
-        s.execute(update(OutboxMessage).values(next_attempt_at=utcnow()))
+    later = queue(db, settings, to="x@busy.example")
+    now = queue(db, settings, to="bob@example.org")
     assert Sender(db, replace(settings, relay=("127.0.0.1", port))).send_due() == 1
-    assert row(db, rid).status == "sent" and len(sink.received) == 1
+    deferred = row(db, later)
+    assert deferred.status == "pending" and deferred.attempts == 1
+    assert deferred.next_attempt_at > utcnow() + timedelta(seconds=20)
+    assert "451" in (deferred.last_error or "")
+    assert row(db, now).status == "sent" and len(sink.received) == 1
 
 
 def test_permanent_refusal_is_marked_failed(db: Database, settings: Settings,
@@ -123,3 +151,53 @@ def test_leased_row_is_not_sent_by_a_second_sender(db: Database, settings: Setti
     assert Sender(db, settings)._claim(10) == []
     with db.transaction() as s:
         assert s.scalar(select(OutboxMessage.status)) == "pending"
+
+
+class SlowSink(Sink):
+    """A relay that takes its time over every mail."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Envelope) -> str:
+        await asyncio.sleep(self.delay)
+        return await super().handle_DATA(server, session, envelope)
+
+
+def test_two_senders_and_a_slow_relay_send_every_mail_once(
+        db: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a lease shorter than a batch takes to send: each mail's lease is renewed just
+    # before it goes, and its result recorded at once, so nobody sends it again
+    monkeypatch.setattr(send, "LEASE", timedelta(seconds=0.5))
+    monkeypatch.setattr(send, "BATCH", 8)
+    sink = SlowSink(0.1)
+    port = free_port()
+    controller = Controller(sink, hostname="127.0.0.1", port=port)
+    controller.start()
+    relayed = replace(settings, relay=("127.0.0.1", port))
+    ids = [queue(db, settings, to=f"p{i}@example.org") for i in range(24)]
+    stop = threading.Event()
+
+    def run() -> None:
+        sender = Sender(db, relayed)
+        while not stop.is_set():
+            sender.send_due()
+            time.sleep(0.05)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 30
+        while len(sink.received) < 24 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.2)  # well past every lease: a duplicate would show now
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        controller.stop()
+    to = [e.rcpt_tos[0] for e in sink.received]
+    assert sorted(to) == sorted(f"p{i}@example.org" for i in range(24))
+    assert {row(db, i).status for i in ids} == {"sent"}

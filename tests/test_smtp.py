@@ -6,6 +6,7 @@ import smtplib
 import time
 from collections.abc import Iterator
 from email.message import EmailMessage
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
@@ -107,3 +108,35 @@ def test_bounces_and_garbage_are_stored_not_answered(smtp: smtplib.SMTP, setting
     with db.transaction() as s:
         statuses = sorted(s.scalars(select(InboundMessage.status)))
     assert statuses == ["done", "done", "ignored", "ignored"]
+
+
+def nul_envelope_session(server: Server) -> int:
+    """MAIL FROM with a NUL byte in it, over a real SMTP session: the DATA code."""
+    with smtplib.SMTP(server.controller.hostname, server.controller.port, timeout=10) as c:
+        c.ehlo()
+        assert c.docmd("MAIL", "FROM:<ali\x00ce@example.org>")[0] == 250
+        assert c.rcpt("pbmserv@localhost")[0] == 250
+        code, _ = c.data(make_mail("help"))
+        return code
+
+
+def test_nul_in_the_envelope_is_stored_not_deferred(server: Server, db: Database,
+                                                     settings: Settings) -> None:
+    assert nul_envelope_session(server) == 250
+    [reply] = wait_for_mail(settings, 1)
+    assert reply["To"] == "alice@example.org" and reply["Subject"] == "pbmserv help"
+
+
+@pytest.mark.postgres
+def test_nul_in_the_envelope_is_stored_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    settings = Settings(database_url=pg_url, maildir=tmp_path / "mail")
+    db = Database(pg_url)
+    srv = Server(db, settings, "127.0.0.1", free_port(), send_interval=0.2)
+    srv.start()
+    try:
+        assert nul_envelope_session(srv) == 250
+        [reply] = wait_for_mail(settings, 1)
+        assert reply["Subject"] == "pbmserv help"
+    finally:
+        srv.stop()
+        db.dispose()

@@ -5,14 +5,21 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from pbmserv.accounts import (
-    authenticate,
     check_email,
     check_new_password,
     check_userid,
 )
-from pbmserv.commands.base import Command, CommandError, Context, Invocation, Result, command
+from pbmserv.commands.base import (
+    Command,
+    Context,
+    Invocation,
+    Result,
+    command,
+    login,
+)
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board, BoardPlayer, User
+from pbmserv.errors import PlayerError
 from pbmserv.passwords import hash_password
 from pbmserv.render import render
 
@@ -32,7 +39,7 @@ class Signup(Command):
         check_new_password(password)
         email = check_email(inv.args[2]) if len(inv.args) > 2 else ctx.sender
         if ctx.session.scalar(select(User.id).where(User.key == userid.lower())) is not None:
-            raise CommandError(f"the userid {userid!r} is taken; choose another")
+            raise PlayerError(f"the userid {userid!r} is taken; choose another")
         ctx.session.add(User(key=userid.lower(), userid=userid,
                              password_hash=hash_password(password), email=email))
         ctx.session.flush()
@@ -49,11 +56,11 @@ class Change(Command):
     max_args = 4
 
     def secrets(self, inv: Invocation) -> tuple[int, ...]:
-        return (2, 3) if inv.args and inv.args[0].lower() == "password" else (2,)
+        return (2,) if inv.args and inv.args[0].lower() == "address" else (2, 3)
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         what, userid, secret, new = inv.args
-        user = authenticate(ctx.session, userid, secret)
+        user = login(ctx, userid, secret)
         if what.lower() == "password":
             check_new_password(new)
             user.password_hash = hash_password(new)
@@ -62,7 +69,7 @@ class Change(Command):
             user.email = check_email(new)
             text = render("commands/change.txt.j2", user=user, what="address")
         else:
-            raise CommandError(f"you can change your password or address, not {what!r}",
+            raise PlayerError(f"you can change your password or address, not {what!r}",
                                usage=True)
         return Result(text, subject=f"pbmserv: {user.userid}'s {what.lower()} changed")
 
@@ -77,7 +84,7 @@ class Signoff(Command):
     max_args = 2
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
-        user = authenticate(ctx.session, inv.args[0], inv.args[1])
+        user = login(ctx, inv.args[0], inv.args[1])
         active = ctx.session.execute(
             select(Board.game, Board.number).join(BoardPlayer)
             .where(BoardPlayer.user_id == user.id, Board.finished.is_(False))
@@ -85,7 +92,7 @@ class Signoff(Command):
         ).all()
         if active:
             names = ", ".join(f"{g} {n}" for g, n in active)
-            raise CommandError(f"{user.userid} still plays {names}; finish or resign them first")
+            raise PlayerError(f"{user.userid} still plays {names}; finish or resign them first")
         user.closed_at = utcnow()
         # free the userid for someone new; the closed account keeps its games
         user.key = f"{user.key}#closed{user.id}"

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from sqlalchemy.orm import Session
 
+from pbmserv.accounts import authenticate
 from pbmserv.config import Settings
-from pbmserv.db.models import Board
+from pbmserv.db.models import User
+from pbmserv.errors import PlayerError
 from pbmserv.games import AnyEngine, get_engine
-
-
-class CommandError(Exception):
-    """The command cannot be carried out; the message tells the player why."""
-
-    def __init__(self, message: str, *, usage: bool = False, board: Board | None = None,
-                 hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.usage = usage
-        self.board = board
-        self.hint = hint
 
 
 @dataclass
@@ -44,8 +35,37 @@ class Context:
     session: Session
     settings: Settings
     sender: str
-    comment: str = ""
+    #: the mail's comment as written (read ``comment``: passwords masked)
+    raw_comment: str = ""
     board_mails: list[BoardMail] = field(default_factory=list)
+    #: passwords given in this mail's commands: never shown to anyone
+    passwords: set[str] = field(default_factory=set)
+    #: successful logins so far: a command that logged in had its words in order
+    logins: int = 0
+
+    @property
+    def comment(self) -> str:
+        """The comment for others to read: the writer's passwords masked."""
+        return mask_words(self.raw_comment, self.passwords)
+
+
+def mask_words(text: str, secrets: set[str]) -> str:
+    """``text`` with every whole-word occurrence of a secret replaced by *****."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = re.sub(rf"(?<!\S){re.escape(secret)}(?!\S)", MASK, text)
+    return text
+
+
+MASK = "*****"
+
+
+def login(ctx: Context, userid: str, password: str) -> User:
+    """The account of ``userid``, if ``password`` is right (see accounts.authenticate)."""
+    ctx.passwords.add(password)
+    user = authenticate(ctx.session, userid, password, ctx.sender)
+    ctx.logins += 1
+    return user
 
 
 @dataclass(frozen=True)
@@ -91,7 +111,7 @@ class Command:
         n = len(inv.args)
         if n < self.min_args or (self.max_args is not None and n > self.max_args):
             few = "few" if n < self.min_args else "many"
-            raise CommandError(f"too {few} words after {inv.verb!r}", usage=True)
+            raise PlayerError(f"too {few} words after {inv.verb!r}", usage=True)
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         raise NotImplementedError
@@ -118,10 +138,10 @@ def all_commands() -> list[Command]:
 
 
 def lookup(line: str) -> tuple[Command, Invocation]:
-    """The command a line names; raises CommandError saying what is unknown."""
+    """The command a line names; raises PlayerError saying what is unknown."""
     words = line.split()
     if not words:
-        raise CommandError("the command line is empty")
+        raise PlayerError("the command line is empty")
     first = words[0].lower()
     engine = get_engine(first)
     if engine is not None:
@@ -129,13 +149,13 @@ def lookup(line: str) -> tuple[Command, Invocation]:
         found = REGISTRY.get((True, verb))
         if found is None:
             verbs = ", ".join(c.name for c in all_commands() if c.per_game)
-            raise CommandError(
+            raise PlayerError(
                 f"{engine.name} has no command {words[1]!r}; its commands are: {verbs}"
             )
         return found, Invocation(line, verb, words[2:], engine)
     found = REGISTRY.get((False, first))
     if found is None:
-        raise CommandError(
+        raise PlayerError(
             f"{words[0]!r} is neither a command nor a game; send 'help' for the list"
         )
     return found, Invocation(line, first, words[1:])

@@ -7,7 +7,6 @@ from sqlalchemy import func, select
 from pbmserv.commands.base import (
     REGISTRY,
     Command,
-    CommandError,
     Context,
     Invocation,
     Result,
@@ -15,6 +14,7 @@ from pbmserv.commands.base import (
     command,
 )
 from pbmserv.db.models import Board
+from pbmserv.errors import PlayerError
 from pbmserv.games import ENGINES, AnyEngine, get_engine
 from pbmserv.render import render
 from pbmserv.summary import status_line
@@ -50,7 +50,7 @@ class Help(Command):
             return Result(game_help(engine), subject=f"{engine.title} help")
         found = REGISTRY.get((False, topic)) or REGISTRY.get((True, topic))
         if found is None:
-            raise CommandError(
+            raise PlayerError(
                 f"there is no help topic {inv.args[0]!r}; topics are the command names "
                 f"and the games ({', '.join(ENGINES)})"
             )
@@ -75,7 +75,7 @@ class List(Command):
         for name in inv.args:
             engine = get_engine(name)
             if engine is None:
-                raise CommandError(f"there is no game {name!r}; games: {', '.join(ENGINES)}")
+                raise PlayerError(f"there is no game {name!r}; games: {', '.join(ENGINES)}")
             boards = ctx.session.scalars(
                 select(Board).where(Board.game == engine.name).order_by(Board.number)
             ).all()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pbmserv.accounts import authenticate, existing_user
+from pbmserv.accounts import existing_user
 from pbmserv.boards import (
     acting_seat,
     create_board,
@@ -13,18 +13,20 @@ from pbmserv.boards import (
     position_of,
     record_move,
     seats_of,
+    small_number,
 )
 from pbmserv.commands.base import (
     BoardMail,
     Command,
-    CommandError,
     Context,
     Invocation,
     Result,
     command,
+    login,
 )
 from pbmserv.commands.general import game_help
 from pbmserv.db.models import Board, User
+from pbmserv.errors import PlayerError
 from pbmserv.games import AnyEngine
 from pbmserv.games.base import Outcome, RuleError, Termination
 from pbmserv.render import render
@@ -60,16 +62,18 @@ def game_of(inv: Invocation) -> AnyEngine:
 
 def acting_player(ctx: Context, engine: AnyEngine, inv: Invocation) -> tuple[Board, User]:
     """Board (locked) and authenticated player for ``<game> verb board uid pw ...``."""
+    # log in first: until the password is known to be where it belongs, no other
+    # word of the command is quoted back
+    user = login(ctx, inv.args[1], inv.args[2])
     number, at = parse_board_ref(inv.args[0])
     if at is not None:
-        raise CommandError("a move number goes on the move (like a1-a2#3), not on the board")
+        raise PlayerError("a move number goes on the move (like a1-a2#3), not on the board")
     board = load_board(ctx.session, engine, number, lock=True)
-    user = authenticate(ctx.session, inv.args[1], inv.args[2])
     if not seats_of(board, user):
-        raise CommandError(f"{user.userid} does not play {engine.name} board {number}",
+        raise PlayerError(f"{user.userid} does not play {engine.name} board {number}",
                            board=board)
     if board.finished:
-        raise CommandError(f"{engine.title} board {number} is over", board=board)
+        raise PlayerError(f"{engine.title} board {number} is over", board=board)
     return board, user
 
 
@@ -99,13 +103,13 @@ class Challenge(Command):
         names = [a for a in inv.args if not a.startswith("-")]
         flags = [a for a in inv.args if a.startswith("-")]
         if len(names) != len(engine.seats):
-            raise CommandError(f"{engine.name} needs exactly {len(engine.seats)} userids",
+            raise PlayerError(f"{engine.name} needs exactly {len(engine.seats)} userids",
                                usage=True)
         users = [existing_user(ctx.session, n) for n in names]
         try:
             options = engine.check_options(flags)
         except RuleError as exc:
-            raise CommandError(str(exc)) from None
+            raise PlayerError(str(exc)) from None
         board = create_board(ctx.session, engine, users, options)
         summary = board_summary(ctx.session, engine, board)
         mail_players(ctx, engine, board, summary, skip=None, new=True)
@@ -134,15 +138,15 @@ def answer_offer(ctx: Context, engine: AnyEngine, board: Board, user: User,
     """``propose`` an agreed end; the opponent may ``accept`` or ``reject`` it."""
     if word == "propose":
         if board.offer_by is not None:
-            raise CommandError(f"{player_of(board, board.offer_by).userid} has already "
+            raise PlayerError(f"{player_of(board, board.offer_by).userid} has already "
                                "offered to end this game", board=board)
         board.offer_by = acting_seat(board, user)
         what = "offer"
     else:
         if board.offer_by is None:
-            raise CommandError("nobody has offered to end this game", board=board)
+            raise PlayerError("nobody has offered to end this game", board=board)
         if seats_of(board, user) == [board.offer_by]:
-            raise CommandError("you made the offer; your opponent must answer it", board=board)
+            raise PlayerError("you made the offer; your opponent must answer it", board=board)
         if word == "accept":
             finish(board, engine.agreed_outcome(position_of(engine, board)))
         board.offer_by = None
@@ -174,10 +178,10 @@ class MoveCommand(Command):
         board, user = acting_player(ctx, engine, inv)
         text, _, at = inv.args[3].partition("#")
         if at:
-            if not at.isdigit():
-                raise CommandError(f"#{at} is not a move number", board=board)
+            if small_number(at) is None:
+                raise PlayerError(f"#{at[:20]} is not a move number", board=board)
             if int(at) != board.ply + 1:
-                raise CommandError(
+                raise PlayerError(
                     f"this would be move {board.ply + 1} of board {board.number}, "
                     f"not move {at}; your mail may be old or sent twice",
                     board=board,
@@ -189,11 +193,11 @@ class MoveCommand(Command):
             return answer_offer(ctx, engine, board, user, word)
         if board.to_move not in seats_of(board, user):
             mover = player_of(board, board.to_move)
-            raise CommandError(f"it is {mover.userid}'s turn, not yours", board=board)
+            raise PlayerError(f"it is {mover.userid}'s turn, not yours", board=board)
         try:
             position, notation = engine.play(position_of(engine, board), text)
         except RuleError as exc:
-            raise CommandError(f"{text} is not possible here: {exc}", board=board,
+            raise PlayerError(f"{text} is not possible here: {exc}", board=board,
                                hint=move_hint(engine, board)) from None
         record_move(ctx.session, engine, board, position, notation, ctx.comment)
         comment = (user.userid, ctx.comment) if ctx.comment else None

@@ -6,9 +6,10 @@ from sqlalchemy import select
 
 from pbmserv.accounts import existing_user
 from pbmserv.boards import load_board, parse_board_ref, position_at, position_of
-from pbmserv.commands.base import Command, CommandError, Context, Invocation, Result, command
+from pbmserv.commands.base import Command, Context, Invocation, Result, command
 from pbmserv.commands.play import game_of, move_hint
 from pbmserv.db.models import Board, BoardPlayer
+from pbmserv.errors import PlayerError
 from pbmserv.games.base import RuleError
 from pbmserv.render import render
 from pbmserv.summary import board_summary, diagram, status_line
@@ -19,7 +20,7 @@ GAME_FILTERS = ("active", "all", "inactive", "next")
 def user_boards(ctx: Context, inv: Invocation, userid: str, which: str) -> Result:
     engine = game_of(inv)
     if which not in GAME_FILTERS:
-        raise CommandError(f"choose one of {', '.join(GAME_FILTERS)}, not {which!r}", usage=True)
+        raise PlayerError(f"choose one of {', '.join(GAME_FILTERS)}, not {which!r}", usage=True)
     user = existing_user(ctx.session, userid)
     query = (
         select(Board).join(BoardPlayer)
@@ -53,7 +54,7 @@ class Show(Command):
     def run(self, ctx: Context, inv: Invocation) -> Result:
         engine = game_of(inv)
         ref = inv.args[0]
-        if not ref.split("#")[0].isdigit():
+        if not ref.split("#")[0].isascii() or not ref.split("#")[0].isdigit():
             which = inv.args[1].lower() if len(inv.args) > 1 else "active"
             return user_boards(ctx, inv, ref, which)
         number, at = parse_board_ref(ref)
@@ -101,7 +102,7 @@ class Preview(Command):
                 pos, notation = engine.play(pos, text)
             except RuleError as exc:
                 done = f" after {' '.join(played)}" if played else ""
-                raise CommandError(f"{text} is not possible{done}: {exc}", board=board,
+                raise PlayerError(f"{text} is not possible{done}: {exc}", board=board,
                                    hint=move_hint(engine, board)) from None
             played.append(notation)
         outcome = engine.outcome(pos)

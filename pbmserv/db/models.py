@@ -1,4 +1,4 @@
-"""The tables: accounts, boards and their moves, the raw inbox and the outbox."""
+"""The tables: accounts, boards and their moves, the raw inbox, the outbox, throttles."""
 
 from __future__ import annotations
 
@@ -119,3 +119,17 @@ class OutboxMessage(Base):
     next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_error: Mapped[str | None] = mapped_column(Text, default=None)
     sent_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: the sender run that holds the row until ``next_attempt_at`` (None: nobody)
+    leased_by: Mapped[str | None] = mapped_column(String(64), default=None)
+
+
+class AuthThrottle(Base):
+    """Wrong passwords counted per account (``user:<key>``) or sender (``sender:<addr>``)."""
+
+    __tablename__ = "auth_throttle"
+
+    key: Mapped[str] = mapped_column(String(400), primary_key=True)
+    failures: Mapped[int] = mapped_column(default=0)
+    last_failure_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: password checks for the key are refused until then
+    locked_until: Mapped[datetime | None] = mapped_column(default=None)

@@ -1,7 +1,9 @@
 """Reading a stored mail: who sent it, whether to answer, and its command lines.
 
-Nothing here raises on bad input: any mail yields a ParsedMail, possibly with no
-commands, so intake never loses or chokes on a message.
+Nothing here raises on bad input, and the work done is bounded whatever arrives:
+a mail over one of the limits below is not parsed further but gets a ``refusal``
+(the processor answers it with a clear reply), and every text taken from a mail is
+cleaned of control characters before anyone stores or shows it.
 """
 
 from __future__ import annotations
@@ -10,16 +12,41 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from email import policy
-from email.message import EmailMessage, Message
-from email.parser import BytesParser
-from email.utils import getaddresses, parseaddr
-from html.parser import HTMLParser
+from email.message import Message
+from email.parser import BytesHeaderParser, BytesParser
+from itertools import islice
+
+from pbmserv.mail.headers import address_of, header
+from pbmserv.mail.html import html_to_text
+from pbmserv.mail.text import clean_text
 
 MAX_COMMAND_LINES = 50
+#: multipart and message parts a mail may hold (this bounds how deep they nest)
+MAX_CONTAINERS = 20
+#: parts of any kind
+MAX_PARTS = 100
+#: header lines of the mail itself, and their size
+MAX_HEADER_FIELDS = 300
+MAX_HEADER_BYTES = 64 * 1024
+#: the comment kept from a mail's body
+MAX_COMMENT = 4000
 #: set on every mail the server sends; a mail carrying it is our own, come back
 LOOP_HEADER = "X-Pbmserv-Loop"
-_PREFIX = re.compile(r"^\s*(?:(?:re|fwd?|aw|sv|wg|tr|antw|vs)\s*(?:\[\d+\])?\s*:\s*)+", re.I)
-_QUOTE_INTRO = re.compile(r"^(on .* wrote:|.* schrieb .*:|-+\s*original message\s*-+)$", re.I)
+
+_PREFIX = re.compile(r"^(?:(?:re|fwd?|aw|sv|wg|tr|antw|vs) ?(?:\[\d{1,6}\] ?)?: ?)+", re.I)
+_QUOTE_INTRO = re.compile(r"^(on .* wrote:|.* schrieb .*:|-+ ?original message ?-+)$", re.I)
+_QUOTE_INTRO_MAX = 300
+_CONTAINER = re.compile(rb"(?im)^content-type:[ \t]*(?:\r?\n[ \t]+)*(?:multipart|message)/")
+_HEADER_END = re.compile(rb"\r?\n\r?\n")
+_FIELD_START = re.compile(rb"(?m)^[^ \t\r\n]")
+
+
+class Refusal:
+    """Why a mail was not read; each has its own reply (templates/refused.txt.j2)."""
+
+    NESTING = "nesting"
+    PARTS = "parts"
+    HEADERS = "headers"
 
 
 @dataclass
@@ -35,6 +62,8 @@ class ParsedMail:
     comment: str = ""
     #: why the mail must not be answered ("" when it may be)
     silent_reason: str = ""
+    #: why the mail was not read (a Refusal), "" when it was
+    refusal: str = ""
     references: str = ""
 
 
@@ -49,52 +78,59 @@ def parse_message(
     is_command: Callable[[str], bool] = _any_text,
 ) -> ParsedMail:
     """Parse raw bytes.  ``is_command(line)`` tells a command line from prose."""
-    msg = _parse(raw)
-    from_addr = address_of(_header(msg, "From")) or envelope_from.lower()
-    reply_to = address_of(_header(msg, "Reply-To")) or from_addr
-    message_id = _header(msg, "Message-ID").strip() or None
-    refs = " ".join(x for x in (_header(msg, "References"), message_id or "") if x).strip()
+    refusal = prescan(raw)
+    msg = _parse(raw, headers_only=bool(refusal))
+    from_addr = address_of(header(msg, "From")) or address_of(envelope_from)
+    reply_to = address_of(header(msg, "Reply-To")) or from_addr
+    message_id = header(msg, "Message-ID")[:900] or None
+    refs = " ".join(x for x in (header(msg, "References"), message_id or "") if x).strip()
     parsed = ParsedMail(
         message_id=message_id,
         from_addr=from_addr,
         reply_to=reply_to,
-        subject=_clean_subject(_header(msg, "Subject")),
+        subject=_clean_subject(header(msg, "Subject")),
         references=refs[-900:],
     )
     parsed.silent_reason = _silent_reason(msg, envelope_from, from_addr, reply_to, own_addresses)
-    body = body_text(msg)
-    _find_commands(parsed, body, is_command)
+    if parsed.silent_reason:
+        return parsed
+    parts: list[Message] = []
+    if not refusal:
+        try:
+            parts = list(islice(msg.walk(), MAX_PARTS + 1))
+        except RecursionError:  # pragma: no cover - prescan bounds the nesting
+            refusal = Refusal.NESTING
+        else:
+            if len(parts) > MAX_PARTS:
+                refusal = Refusal.PARTS
+    if refusal:
+        parsed.refusal = refusal
+        return parsed
+    _find_commands(parsed, body_text(parts), is_command)
     return parsed
 
 
-def _parse(raw: bytes) -> Message:
+def prescan(raw: bytes) -> str:
+    """A Refusal if the mail is over a limit that parsing it would need, else ""."""
+    end = _HEADER_END.search(raw, 0, MAX_HEADER_BYTES + 4)
+    head = raw[: end.start()] if end else raw[: MAX_HEADER_BYTES + 1]
+    if len(head) > MAX_HEADER_BYTES or (end is None and len(raw) > MAX_HEADER_BYTES):
+        return Refusal.HEADERS
+    if sum(1 for _ in islice(_FIELD_START.finditer(head), MAX_HEADER_FIELDS + 1)) \
+            > MAX_HEADER_FIELDS:
+        return Refusal.HEADERS
+    if sum(1 for _ in islice(_CONTAINER.finditer(raw), MAX_CONTAINERS + 1)) > MAX_CONTAINERS:
+        return Refusal.NESTING
+    return ""
+
+
+def _parse(raw: bytes, *, headers_only: bool) -> Message:
+    parser = BytesHeaderParser if headers_only else BytesParser
     try:
-        return BytesParser(policy=policy.default).parsebytes(raw)
-    except Exception:  # pragma: no cover - the parser is lenient; belt and braces
-        return BytesParser(policy=policy.compat32).parsebytes(raw)
-
-
-def _header(msg: Message, name: str) -> str:
-    try:
-        value = msg.get(name)
-        return "" if value is None else " ".join(str(value).split())
-    except Exception:
-        try:
-            raw = msg.get_all(name, failobj=[])
-            return " ".join(str(raw[0]).split()) if raw else ""
-        except Exception:
-            return ""
-
-
-def address_of(value: str) -> str:
-    if not value:
-        return ""
-    try:
-        pairs = getaddresses([value])
-        addr = pairs[0][1] if pairs else parseaddr(value)[1]
-    except Exception:
-        return ""
-    return addr.strip().lower() if "@" in addr else ""
+        return parser(policy=policy.compat32).parsebytes(raw)
+    except Exception:  # RecursionError, or a parser bug: keep what the headers say
+        return BytesHeaderParser(policy=policy.compat32).parsebytes(
+            raw[:MAX_HEADER_BYTES].split(b"\n\n", 1)[0])
 
 
 def _clean_subject(subject: str) -> str:
@@ -106,17 +142,17 @@ def _silent_reason(msg: Message, envelope_from: str, from_addr: str, reply_to: s
     env = envelope_from.strip().lower()  # "<>": the null sender; "": not known
     if env == "<>" or env.startswith("mailer-daemon") or from_addr.startswith("mailer-daemon"):
         return "bounce"
-    if from_addr.startswith("postmaster@") and _header(msg, "Content-Type").lower().startswith(
+    if from_addr.startswith("postmaster@") and header(msg, "Content-Type").lower().startswith(
         "multipart/report"
     ):
         return "bounce"
-    auto = _header(msg, "Auto-Submitted").lower()
+    auto = header(msg, "Auto-Submitted").lower()[:40]
     if auto and auto != "no":
         return f"Auto-Submitted: {auto}"
-    precedence = _header(msg, "Precedence").lower()
+    precedence = header(msg, "Precedence").lower()
     if precedence in ("bulk", "junk", "list"):
         return f"Precedence: {precedence}"
-    if from_addr in own or reply_to in own or _header(msg, LOOP_HEADER):
+    if from_addr in own or reply_to in own or header(msg, LOOP_HEADER):
         return "our own mail came back"
     if not reply_to:
         return "no sender"
@@ -124,56 +160,22 @@ def _silent_reason(msg: Message, envelope_from: str, from_addr: str, reply_to: s
 
 
 # -- body text ----------------------------------------------------------------------
-class _HTMLText(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.parts: list[str] = []
-        self._skip = 0
-
-    def handle_starttag(self, tag: str, attrs: object) -> None:
-        if tag in ("script", "style"):
-            self._skip += 1
-        elif tag in ("br", "p", "div", "tr", "li", "blockquote"):
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("script", "style") and self._skip:
-            self._skip -= 1
-        elif tag in ("p", "div"):
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if not self._skip:
-            self.parts.append(data)
-
-
-def html_to_text(html: str) -> str:
-    parser = _HTMLText()
-    try:
-        parser.feed(html)
-        parser.close()
-    except Exception:
-        return re.sub(r"<[^>]*>", " ", html)
-    return "".join(parts for parts in parser.parts)
-
-
 def _part_text(part: Message) -> str:
     try:
-        if isinstance(part, EmailMessage):
-            text = part.get_content()
-        else:
-            payload = part.get_payload(decode=True)
-            text = payload.decode(part.get_content_charset() or "utf-8", "replace") \
-                if isinstance(payload, bytes) else str(payload or "")
-    except Exception:
         payload = part.get_payload(decode=True)
-        text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else ""
-    if not isinstance(text, str):
+    except Exception:
         return ""
-    params = {k.lower(): v.lower() for k, v in part.get_params(failobj=[]) or []}
+    if not isinstance(payload, bytes):
+        return ""
+    try:
+        charset = part.get_content_charset() or "utf-8"
+        text = payload.decode(charset, "replace")
+    except (LookupError, ValueError):
+        text = payload.decode("utf-8", "replace")
+    params = {str(k).lower(): str(v).lower() for k, v in part.get_params(failobj=[]) or []}
     if params.get("format") == "flowed":
         text = _unflow(text, params.get("delsp") == "yes")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    return clean_text(text)
 
 
 def _unflow(text: str, delsp: bool) -> str:
@@ -192,13 +194,9 @@ def _unflow(text: str, delsp: bool) -> str:
     return "\n".join(out)
 
 
-def body_text(msg: Message) -> str:
+def body_text(parts: list[Message]) -> str:
     """The first text/plain part, else the first text/html part as text."""
     html: Message | None = None
-    try:
-        parts = list(msg.walk())
-    except Exception:
-        return ""
     for part in parts:
         try:
             if part.is_multipart():
@@ -213,7 +211,7 @@ def body_text(msg: Message) -> str:
             return _part_text(part)
         if ctype == "text/html" and html is None:
             html = part
-    return html_to_text(_part_text(html)) if html is not None else ""
+    return clean_text(html_to_text(_part_text(html))) if html is not None else ""
 
 
 # -- commands -----------------------------------------------------------------------
@@ -225,7 +223,7 @@ def _find_commands(parsed: ParsedMail, body: str, is_command: Callable[[str], bo
             if line.rstrip() in ("--", "-- ") or (not line.strip() and parsed.commands):
                 break
             if line.strip() and not line.lstrip().startswith(">"):
-                parsed.commands.append(line.strip())
+                parsed.commands.append(" ".join(line.split()))
                 if len(parsed.commands) >= MAX_COMMAND_LINES:
                     break
         return
@@ -240,7 +238,7 @@ def _find_commands(parsed: ParsedMail, body: str, is_command: Callable[[str], bo
         if line.strip() and not line.lstrip().startswith(">"):
             if is_command(line.strip()):
                 parsed.source = "body"
-                parsed.commands = [line.strip()]
+                parsed.commands = [" ".join(line.split())]
                 parsed.comment = comment_text(lines[i + 1 :])
                 return
             break
@@ -252,14 +250,18 @@ def _find_commands(parsed: ParsedMail, body: str, is_command: Callable[[str], bo
 def comment_text(lines: list[str]) -> str:
     """The player's own words: no quoted text, no signature, trimmed."""
     out: list[str] = []
+    size = 0
     for line in lines:
         if line.rstrip() in ("--", "-- "):
             break
         stripped = line.strip()
         if stripped.startswith(">"):
             continue
-        if _QUOTE_INTRO.match(stripped):
+        if len(stripped) <= _QUOTE_INTRO_MAX and _QUOTE_INTRO.match(stripped):
             break
         out.append(line.rstrip())
+        size += len(line)
+        if size > MAX_COMMENT:
+            break
     text = "\n".join(out).strip("\n")
-    return text[:4000]
+    return text[:MAX_COMMENT]

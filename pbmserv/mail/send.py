@@ -1,8 +1,18 @@
 """Delivering the outbox: to the relay when one is set, else into a Maildir.
 
-A row is leased before sending and marked sent after, so a crash re-sends at
-worst (never loses); into a Maildir the file name comes from the row, so a
-re-send replaces the same file.
+Rows are leased before sending, in the name of one sender run, so that no other
+sender (another thread, ``pbmserv work``, another host) takes them meanwhile:
+
+- Into a Maildir, a batch is leased, written and recorded together; a file's name
+  comes from its row, so even a lease that ran out could only rewrite the same file.
+- To a relay, each mail's lease is renewed just before it is sent and its result
+  recorded as soon as it is known, in one transaction with the next mail's renewal.
+  A lease (5 minutes) outlasts any single send, so a mail that went out is never
+  sent again by anyone while nothing crashed; a crash mid-send may repeat that one.
+
+A relay that cannot be reached charges no mail with a back-off: the mails stay due,
+the sender probes the relay every few seconds, and the backlog goes out as soon as
+it answers.  Only the relay's answer to one mail (4xx) delays that mail.
 """
 
 from __future__ import annotations
@@ -10,32 +20,39 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import smtplib
 import socket
+import time
+import uuid
 from datetime import timedelta
 from email.message import EmailMessage
 from email.utils import format_datetime, formataddr
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.mail.parse import LOOP_HEADER
+from pbmserv.mail.relay import (
+    PermanentFailure,
+    RelayConnection,
+    RelayDown,
+    TemporaryFailure,
+    probe,
+)
 
 log = logging.getLogger(__name__)
-#: how long a claimed row is left alone; a sender that dies mid-send delays it this long
-LEASE = timedelta(seconds=60)
-#: rows leased and recorded together, in one transaction each way
+#: how long a leased row is left alone; longer than any one send can take
+LEASE = timedelta(minutes=5)
+#: rows leased together
 BATCH = 20
 MAX_BACKOFF = 3600
-
-
-
-class PermanentFailure(Exception):
-    """The relay refused the mail for good (5xx)."""
+#: how often an unreachable relay is tried again
+PROBE_EVERY = 2.0
 
 
 def backoff_seconds(attempts: int) -> int:
@@ -76,27 +93,32 @@ def deliver_maildir(maildir: Path, row: OutboxMessage, data: bytes) -> Path:
     return final
 
 
-def deliver_relay(relay: tuple[str, int], settings: Settings, msg: EmailMessage,
-                  to: str) -> None:
-    try:
-        with smtplib.SMTP(relay[0], relay[1], timeout=30) as smtp:
-            smtp.send_message(msg, from_addr=settings.address, to_addrs=[to])
-    except smtplib.SMTPRecipientsRefused as exc:
-        codes = [code for code, _ in exc.recipients.values()]
-        if all(500 <= c < 600 for c in codes):
-            raise PermanentFailure(str(exc.recipients)) from None
-        raise
-    except smtplib.SMTPResponseException as exc:
-        if 500 <= exc.smtp_code < 600:
-            raise PermanentFailure(f"{exc.smtp_code} {exc.smtp_error!r}") from None
-        raise
+def _sent() -> dict[str, Any]:
+    return {"status": "sent", "sent_at": utcnow(), "last_error": None, "leased_by": None}
+
+
+def _deferred(row: OutboxMessage, error: str) -> dict[str, Any]:
+    delay = backoff_seconds(row.attempts + 1)
+    log.warning("outbox %s not sent (%s); next try in %ss", row.id, error[:200], delay)
+    return {"last_error": error[:2000], "leased_by": None,
+            "next_attempt_at": utcnow() + timedelta(seconds=delay)}
+
+
+def _failed(row: OutboxMessage, error: str) -> dict[str, Any]:
+    log.warning("outbox %s refused for good: %s", row.id, error[:200])
+    return {"status": "failed", "last_error": error[:2000], "leased_by": None}
 
 
 class Sender:
     def __init__(self, db: Database, settings: Settings) -> None:
         self.db = db
         self.settings = settings
+        #: this sender's name on the rows it leases
+        self.token = uuid.uuid4().hex
+        self.relay_down = False
+        self._next_probe = 0.0
 
+    # -- leases -----------------------------------------------------------------------
     def _claim(self, limit: int) -> list[OutboxMessage]:
         """Lease up to ``limit`` due rows, so that no other sender takes them."""
         now = utcnow()
@@ -111,46 +133,110 @@ class Sender:
                     update(OutboxMessage)
                     .where(OutboxMessage.id == row.id, OutboxMessage.status == "pending",
                            OutboxMessage.next_attempt_at <= now)
-                    .values(next_attempt_at=now + LEASE)
+                    .values(next_attempt_at=now + LEASE, leased_by=self.token)
                 ).rowcount  # type: ignore[attr-defined]
                 if got:
                     claimed.append(row)
         return claimed
 
-    def _deliver(self, row: OutboxMessage) -> dict[str, object]:
-        """Send one mail; returns the changes to record for its row."""
-        try:
-            data = build_message(self.settings, row)
-            if self.settings.relay is None:
-                deliver_maildir(self.settings.maildir, row, data.as_bytes())
-            else:
-                deliver_relay(self.settings.relay, self.settings, data, row.to_addr)
-            return {"status": "sent", "sent_at": utcnow(), "last_error": None}
-        except PermanentFailure as exc:
-            log.warning("outbox %s refused for good: %s", row.id, exc)
-            return {"status": "failed", "last_error": str(exc)[:2000]}
-        except Exception as exc:
-            delay = backoff_seconds(row.attempts + 1)
-            log.warning("outbox %s not sent (%s); next try in %ss", row.id,
-                        type(exc).__name__, delay)
-            return {"last_error": f"{type(exc).__name__}: {exc}"[:2000],
-                    "next_attempt_at": utcnow() + timedelta(seconds=delay)}
+    def _record(self, session: Session, row_id: int, values: dict[str, Any],
+                *, charged: bool = True) -> None:
+        attempts = {"attempts": OutboxMessage.attempts + 1} if charged else {}
+        session.execute(
+            update(OutboxMessage)
+            .where(OutboxMessage.id == row_id, OutboxMessage.leased_by == self.token)
+            .values(**values, **attempts)
+        )
 
+    def _renew(self, session: Session, row_id: int) -> bool:
+        return bool(session.execute(
+            update(OutboxMessage)
+            .where(OutboxMessage.id == row_id, OutboxMessage.leased_by == self.token,
+                   OutboxMessage.status == "pending")
+            .values(next_attempt_at=utcnow() + LEASE)
+        ).rowcount)  # type: ignore[attr-defined]
+
+    def _release(self, rows: list[OutboxMessage]) -> None:
+        """Give rows back untried: due again at once, for any sender."""
+        if not rows:
+            return
+        with self.db.transaction() as session:
+            session.execute(
+                update(OutboxMessage)
+                .where(OutboxMessage.id.in_([r.id for r in rows]),
+                       OutboxMessage.leased_by == self.token)
+                .values(leased_by=None, next_attempt_at=utcnow())
+            )
+
+    # -- sending ----------------------------------------------------------------------
     def send_due(self, limit: int = 1000) -> int:
         """Send due messages, a batch at a time (each tried once, at most ``limit``);
         returns how many went out."""
+        relay = self.settings.relay
+        if relay is not None and self.relay_down:
+            if time.monotonic() < self._next_probe:
+                return 0
+            if not probe(relay):
+                self._next_probe = time.monotonic() + PROBE_EVERY
+                return 0
+            log.warning("relay %s:%s answers again; sending the backlog", *relay)
+            self.relay_down = False
         sent = tried = 0
-        while tried < limit:
+        while tried < limit and not self.relay_down:
             rows = self._claim(min(BATCH, limit - tried))
             if not rows:
                 break
-            results = [(row.id, self._deliver(row)) for row in rows]
-            with self.db.transaction() as session:
-                for row_id, values in results:
-                    session.execute(
-                        update(OutboxMessage).where(OutboxMessage.id == row_id)
-                        .values(attempts=OutboxMessage.attempts + 1, **values)
-                    )
             tried += len(rows)
-            sent += sum(values.get("status") == "sent" for _, values in results)
+            sent += self._to_maildir(rows) if relay is None else self._to_relay(relay, rows)
+        return sent
+
+    def _to_maildir(self, rows: list[OutboxMessage]) -> int:
+        results = []
+        for row in rows:
+            try:
+                data = build_message(self.settings, row).as_bytes()
+                deliver_maildir(self.settings.maildir, row, data)
+                results.append((row.id, _sent()))
+            except Exception as exc:
+                results.append((row.id, _deferred(row, f"{type(exc).__name__}: {exc}")))
+        with self.db.transaction() as session:
+            for row_id, values in results:
+                self._record(session, row_id, values)
+        return sum(values["status"] == "sent" for _, values in results if "status" in values)
+
+    def _to_relay(self, relay: tuple[str, int], rows: list[OutboxMessage]) -> int:
+        sent = 0
+        pending: tuple[int, dict[str, Any]] | None = None  # a result not yet recorded
+        with RelayConnection(relay, self.settings.address) as connection:
+            for i, row in enumerate(rows):
+                with self.db.transaction() as session:
+                    if pending is not None:
+                        self._record(session, *pending)
+                        pending = None
+                    mine = self._renew(session, row.id)
+                if not mine:
+                    continue
+                try:
+                    connection.send(build_message(self.settings, row), row.to_addr)
+                except RelayDown as exc:
+                    log.warning("relay %s:%s cannot be reached (%s); probing every %ss",
+                                relay[0], relay[1], exc, PROBE_EVERY)
+                    self.relay_down = True
+                    self._next_probe = time.monotonic() + PROBE_EVERY
+                    with self.db.transaction() as session:
+                        self._record(session, row.id, {"last_error": str(exc)[:2000]},
+                                     charged=False)
+                    self._release(rows[i:])
+                    return sent
+                except PermanentFailure as exc:
+                    pending = (row.id, _failed(row, str(exc)))
+                    continue
+                except TemporaryFailure as exc:
+                    pending = (row.id, _deferred(row, str(exc)))
+                    continue
+                pending = (row.id, _sent())
+                sent += 1
+        if pending is not None:
+            with self.db.transaction() as session:
+                self._record(session, *pending)
         return sent

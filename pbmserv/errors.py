@@ -1,0 +1,24 @@
+"""The error every layer raises when a player's request cannot be carried out."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pbmserv.db.models import Board
+
+
+class PlayerError(Exception):
+    """The request cannot be carried out; the message tells the player why."""
+
+    def __init__(self, message: str, *, usage: bool = False, board: Board | None = None,
+                 hint: str | None = None, failed_keys: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        #: show the command's usage line with the error
+        self.usage = usage
+        #: the board the request named: its summary comes with the error
+        self.board = board
+        self.hint = hint
+        #: throttle keys to charge with a wrong password (see pbmserv.throttle)
+        self.failed_keys = failed_keys

@@ -1,0 +1,78 @@
+"""Throttling password guesses, per account and per sender address.
+
+Five wrong passwords for one key within a quarter of an hour lock it: its password
+checks are refused, right or wrong, for a minute; every further failure after a lock
+doubles the next one (up to a day).  A right password for an account clears its
+count; a quiet quarter of an hour after the last failure or lock clears any count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from pbmserv.db.models import AuthThrottle
+
+FAILURES_BEFORE_LOCK = 5
+QUIET = timedelta(minutes=15)
+FIRST_LOCK = timedelta(minutes=1)
+MAX_LOCK = timedelta(days=1)
+
+
+def account_key(userid: str) -> str:
+    return f"user:{userid.lower()[:300]}"
+
+
+def sender_key(address: str) -> str:
+    return f"sender:{address.lower()[:300]}"
+
+
+def locked_until(session: Session, keys: Iterable[str], now: datetime) -> datetime | None:
+    """The latest lock still in force on any of ``keys``, or None."""
+    until = session.scalar(
+        select(AuthThrottle.locked_until)
+        .where(AuthThrottle.key.in_(list(keys)), AuthThrottle.locked_until > now)
+        .order_by(AuthThrottle.locked_until.desc()).limit(1)
+    )
+    return until
+
+
+def lock_length(failures: int) -> timedelta:
+    doubled: timedelta = FIRST_LOCK * 2 ** max(failures - FAILURES_BEFORE_LOCK, 0)
+    return min(doubled, MAX_LOCK)
+
+
+def record_failure(session: Session, keys: Iterable[str], now: datetime) -> None:
+    for key in keys:
+        row = session.get(AuthThrottle, key, with_for_update=True)
+        if row is None:
+            row = AuthThrottle(key=key, failures=0, last_failure_at=now)
+            session.add(row)
+        else:
+            settled = max(row.last_failure_at, row.locked_until or row.last_failure_at)
+            if now - settled > QUIET:
+                row.failures, row.locked_until = 0, None
+        row.failures += 1
+        row.last_failure_at = now
+        if row.failures >= FAILURES_BEFORE_LOCK:
+            row.locked_until = now + lock_length(row.failures)
+    session.flush()
+
+
+def record_success(session: Session, key: str) -> None:
+    session.execute(delete(AuthThrottle).where(AuthThrottle.key == key))
+
+
+def clear(session: Session, key: str | None = None) -> int:
+    """Forget the failures of one key (all keys if None); returns how many were held."""
+    query = delete(AuthThrottle)
+    if key is not None:
+        query = query.where(AuthThrottle.key == key)
+    return int(session.execute(query).rowcount)  # type: ignore[attr-defined]
+
+
+def held(session: Session) -> list[AuthThrottle]:
+    return list(session.scalars(select(AuthThrottle).order_by(AuthThrottle.key)))

@@ -1,0 +1,160 @@
+"""Wrong passwords are throttled per account and per sender; passwords are never echoed."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import select
+
+from pbmserv.cli import main
+from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
+from pbmserv.db.models import AuthThrottle, Move, OutboxMessage
+from pbmserv.db.session import Database
+from pbmserv.throttle import lock_length
+from tests.conftest import Mailer
+
+PAUSED = "password checks are paused until"
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def start(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    mailer.reply("honeydonuts challenge alice bob")
+
+
+def lock(db: Database, key: str) -> AuthThrottle | None:
+    with db.transaction() as s:
+        return s.get(AuthThrottle, key)
+
+
+def time_passes(db: Database, amount: timedelta) -> None:
+    with db.transaction() as s:
+        for row in s.scalars(select(AuthThrottle)):
+            row.last_failure_at -= amount
+            if row.locked_until is not None:
+                row.locked_until -= amount
+
+
+def test_five_wrong_passwords_lock_the_account(mailer: Mailer, db: Database) -> None:
+    start(mailer)
+    for n in range(5):
+        text = flat(mailer.reply(f"honeydonuts move 101 alice wrong{n} a1-a2",
+                                 sender=f"guesser{n}@example.org"))
+        assert "do not match" in text
+    row = lock(db, "user:alice")
+    assert row is not None and row.failures == 5 and row.locked_until is not None
+    # locked: even the right password is refused, and the reply says until when
+    text = flat(mailer.reply("honeydonuts move 101 alice pw-alice a1-a2"))
+    assert PAUSED in text and "minute" in text and "has been played" not in text
+    assert lock(db, "user:alice").failures == 5  # type: ignore[union-attr]
+    time_passes(db, timedelta(minutes=1, seconds=1))
+    assert "has been played" in mailer.reply("honeydonuts move 101 alice pw-alice a1-a2")
+    assert lock(db, "user:alice") is None  # a right password clears the count
+
+
+def test_the_lock_grows_with_every_failure_after_it(mailer: Mailer, db: Database) -> None:
+    mailer.signup("alice")
+    for n in range(5):
+        mailer.reply(f"signoff alice bad{n}", sender=f"x{n}@example.org")
+    first = lock(db, "user:alice")
+    assert first is not None and first.locked_until is not None
+    time_passes(db, timedelta(minutes=1, seconds=1))
+    mailer.reply("signoff alice bad5", sender="x5@example.org")
+    second = lock(db, "user:alice")
+    assert second is not None and second.failures == 6 and second.locked_until is not None
+    assert second.locked_until - second.last_failure_at == timedelta(minutes=2)
+    assert [lock_length(n) for n in (5, 6, 7, 20, 40)] == [
+        timedelta(minutes=1), timedelta(minutes=2), timedelta(minutes=4),
+        timedelta(days=1), timedelta(days=1)]
+
+
+def test_a_quiet_quarter_hour_forgets_the_failures(mailer: Mailer, db: Database) -> None:
+    mailer.signup("alice")
+    for n in range(4):
+        mailer.reply(f"signoff alice bad{n}", sender=f"x{n}@example.org")
+    time_passes(db, timedelta(minutes=16))
+    mailer.reply("signoff alice bad4", sender="x4@example.org")
+    row = lock(db, "user:alice")
+    assert row is not None and row.failures == 1 and row.locked_until is None
+
+
+def test_multiple_counts_every_line(mailer: Mailer, db: Database) -> None:
+    start(mailer)
+    lines = "\n".join(f"honeydonuts move 101 alice guess{n} a1-a2" for n in range(8))
+    text = mailer.reply("multiple", lines, sender="mallory@example.org")
+    assert text.count("do not match") == 5 and flat(text).count(PAUSED) == 3
+    assert lock(db, "user:alice").failures == 5  # type: ignore[union-attr]
+
+
+def test_one_sender_guessing_many_accounts_is_locked(mailer: Mailer, db: Database) -> None:
+    start(mailer)
+    mailer.signup("carol")
+    for n in range(5):
+        mailer.reply(f"signoff user{n} guess", sender="mallory@example.org")
+    assert lock(db, "sender:mallory@example.org").locked_until is not None  # type: ignore[union-attr]
+    # from that address nothing is checked; from elsewhere all is well
+    text = flat(mailer.reply("change address carol pw-carol c@example.org",
+                             sender="mallory@example.org"))
+    assert PAUSED in text
+    assert "now goes to c@example.org" in mailer.reply(
+        "change address carol pw-carol c@example.org", sender="carol@example.org")
+
+
+def test_admin_can_clear_a_lock(mailer: Mailer, db: Database, settings: Settings) -> None:
+    start(mailer)
+    for n in range(5):
+        mailer.reply(f"honeydonuts resign 101 alice no{n}", sender=f"g{n}@example.org")
+    env = {"PBMSERV_DATABASE_URL": settings.database_url}
+    listed = CliRunner().invoke(main, ["throttle", "list"], env=env)
+    assert "user:alice  5 failure(s)" in listed.output and "locked until" in listed.output
+    assert CliRunner().invoke(main, ["users", "unlock", "Alice"], env=env).output == \
+        "Alice: unlocked\n"
+    assert "You resigned" in mailer.reply("honeydonuts resign 101 alice pw-alice")
+    cleared = CliRunner().invoke(main, ["throttle", "clear", "--all"], env=env)
+    assert cleared.output == "cleared 5 key(s)\n"  # the five guessing senders
+
+
+@pytest.mark.parametrize("command", [
+    "honeydonuts move bob pw-bob 101 a1-a2",  # words in the wrong order
+    "honeydonuts move 101 bob pw-bob a1-a2 and-more",  # a wrapped line's extra words
+    "change passwd bob pw-bob pw-new",
+    "change carol pw-bob",
+    "honeydonuts resign bob pw-bob",
+    "honeydonuts resgn 101 bob pw-bob",
+    "signoff bob pw-bob extra",
+])
+def test_malformed_commands_quote_no_password(mailer: Mailer, db: Database,
+                                             command: str) -> None:
+    mailer.signup("alice", "bob")
+    out = mailer.send(command, sender="bob@example.org")
+    assert out and all("pw-bob" not in m.body and "pw-new" not in m.body
+                       and "pw-bob" not in m.subject for m in out)
+
+
+def test_pasted_command_in_the_body_is_masked_for_the_opponent(mailer: Mailer,
+                                                               db: Database) -> None:
+    start(mailer)
+    out = mailer.send("honeydonuts move 101 alice pw-alice a1-a2",
+                      "honeydonuts move 101 alice pw-alice a1-a2\nyour move, bob")
+    board_mail = next(m for m in out if m.to_addr == "bob@example.org")
+    assert "honeydonuts move 101 alice ***** a1-a2" in board_mail.body
+    assert "your move, bob" in board_mail.body
+    with db.transaction() as s:
+        bodies = " ".join(s.scalars(select(OutboxMessage.body)))
+        comment = s.scalar(select(Move.comment))
+    assert "pw-alice" not in bodies and "pw-alice" not in (comment or "")
+
+
+def test_lock_expires_on_its_own(mailer: Mailer, db: Database) -> None:
+    mailer.signup("alice")
+    for n in range(5):
+        mailer.reply(f"signoff alice bad{n}", sender=f"x{n}@example.org")
+    row = lock(db, "user:alice")
+    assert row is not None and row.locked_until is not None
+    assert row.locked_until <= utcnow() + timedelta(minutes=1)
