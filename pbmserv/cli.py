@@ -12,17 +12,18 @@ import click
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
-from pbmserv import throttle
 from pbmserv.config import Settings
 from pbmserv.db.migrate import upgrade
 from pbmserv.db.models import Board, InboundMessage, OutboxMessage, User
 from pbmserv.db.session import Database
+from pbmserv.db.status import BoardStatus, InboundStatus, OutboxStatus
 from pbmserv.games import ENGINES, AnyEngine, get_engine
 from pbmserv.games.base import RuleError
 from pbmserv.intake.store import store_message
-from pbmserv.mail.send import Sender
+from pbmserv.notifications.views import diagram, status_line
 from pbmserv.processing import process_message, process_pending
-from pbmserv.summary import diagram, status_line
+from pbmserv.sender.delivery import Sender
+from pbmserv.service import throttle
 
 EX_TEMPFAIL = 75
 EX_UNAVAILABLE = 69
@@ -145,7 +146,8 @@ def inbox() -> None:
 
 
 @inbox.command("list")
-@click.option("--status", default=None, help="new, done, ignored or failed")
+@click.option("--status", default=None, type=click.Choice([s.value for s in InboundStatus]),
+              help="Only messages of this status.")
 @click.option("--limit", default=50, show_default=True)
 @click.pass_obj
 def inbox_list(settings: Settings, status: str | None, limit: int) -> None:
@@ -153,7 +155,7 @@ def inbox_list(settings: Settings, status: str | None, limit: int) -> None:
     with _db(settings).transaction() as session:
         query = select(InboundMessage).order_by(InboundMessage.id.desc()).limit(limit)
         if status:
-            query = query.where(InboundMessage.status == status)
+            query = query.where(InboundMessage.status == InboundStatus(status))
         for m in session.scalars(query):
             click.echo(f"{m.id:6} {m.status:8} {m.received_at:%Y-%m-%d %H:%M} "
                        f"{m.envelope_from or '-'}  {(m.error or '').splitlines()[-1:]}")
@@ -183,9 +185,9 @@ def inbox_replay(settings: Settings, message_id: int) -> None:
         m = session.get(InboundMessage, message_id)
         if m is None:
             raise click.ClickException(f"no stored message {message_id}")
-        if m.status == "done":
+        if m.status is InboundStatus.DONE:
             raise click.ClickException(f"message {message_id} was processed already")
-        m.status, m.error = "new", None
+        m.status, m.error = InboundStatus.NEW, None
     click.echo(f"message {message_id}: {process_message(db, settings, message_id)}")
 
 
@@ -195,13 +197,15 @@ def outbox() -> None:
 
 
 @outbox.command("list")
-@click.option("--status", default="pending", show_default=True, help="pending, sent or failed")
+@click.option("--status", default=OutboxStatus.PENDING.value, show_default=True,
+              type=click.Choice([s.value for s in OutboxStatus]))
 @click.option("--limit", default=50, show_default=True)
 @click.pass_obj
 def outbox_list(settings: Settings, status: str, limit: int) -> None:
     """List outgoing mail by status."""
     with _db(settings).transaction() as session:
-        for m in session.scalars(select(OutboxMessage).where(OutboxMessage.status == status)
+        for m in session.scalars(select(OutboxMessage)
+                                 .where(OutboxMessage.status == OutboxStatus(status))
                                  .order_by(OutboxMessage.id.desc()).limit(limit)):
             click.echo(f"{m.id:6} {m.status:8} tries={m.attempts} {m.to_addr}  {m.subject}"
                        + (f"  [{m.last_error}]" if m.last_error else ""))
@@ -214,8 +218,8 @@ def outbox_retry(settings: Settings) -> None:
     db = _db(settings)
     with db.transaction() as session:
         for m in session.scalars(select(OutboxMessage).where(
-                OutboxMessage.status.in_(("pending", "failed")))):
-            m.status, m.leased_by = "pending", None
+                OutboxMessage.status.in_((OutboxStatus.PENDING, OutboxStatus.FAILED)))):
+            m.status, m.leased_by = OutboxStatus.PENDING, None
             m.next_attempt_at = m.created_at
     click.echo(f"sent {Sender(db, settings).send_due(limit=100000)} mail(s)")
 
@@ -236,7 +240,7 @@ def boards_list(settings: Settings, game: str | None, show_all: bool) -> None:
         if game:
             query = query.where(Board.game == game.lower())
         if not show_all:
-            query = query.where(Board.finished.is_(False))
+            query = query.where(Board.status == BoardStatus.ACTIVE)
         for board in session.scalars(query):
             engine = get_engine(board.game)
             status = status_line(engine, board) if engine else "(game not installed)"

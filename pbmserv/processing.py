@@ -22,14 +22,18 @@ from pbmserv.commands import is_command, lookup
 from pbmserv.commands.base import MASK, Command, Context, Invocation, Result, mask_words
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import InboundMessage
+from pbmserv.db.models import Board, InboundMessage
 from pbmserv.db.session import Database
-from pbmserv.errors import PlayerError
+from pbmserv.db.status import InboundStatus
+from pbmserv.games import get_engine
 from pbmserv.mail.parse import ParsedMail, parse_message
-from pbmserv.outbox import queue_mail
+from pbmserv.notifications import Notifier
+from pbmserv.notifications.outbox import queue_mail
+from pbmserv.notifications.views import board_summary
 from pbmserv.render import render
-from pbmserv.summary import board_summary
-from pbmserv.throttle import record_failure
+from pbmserv.service.errors import PlayerError
+from pbmserv.service.games import GameService
+from pbmserv.service.throttle import record_failure
 
 log = logging.getLogger(__name__)
 TRANSIENT_RETRIES = 5
@@ -60,7 +64,7 @@ def quote_head(line: str) -> str:
 
 def run_line(ctx: Context, line: str) -> Section:
     """Run one command line in its own savepoint: a refused command changes nothing."""
-    mails_before = len(ctx.board_mails)
+    ctx.events_mark = len(ctx.service.events)
     logins_before = ctx.logins
     # until the command is known to be well formed, quote only its verb: any other
     # word may be a password
@@ -77,7 +81,7 @@ def run_line(ctx: Context, line: str) -> Section:
         return Section(cmd.masked(inv), True, result.text,
                        result.subject or f"pbmserv: {inv.verb}")
     except PlayerError as exc:
-        del ctx.board_mails[mails_before:]
+        del ctx.service.events[ctx.events_mark:]  # rolled back with the savepoint
         if cmd is not None and inv is not None and (ctx.logins > logins_before
                                                     or not cmd.secrets(inv)):
             quoted = cmd.masked(inv)  # its words were in order: the password is masked
@@ -98,20 +102,36 @@ def run_line(ctx: Context, line: str) -> Section:
         return Section(quoted, False, text, subject)
 
 
-def handle(session: Session, settings: Settings, inbound_id: int, mail: ParsedMail) -> str:
+def board_reply_section(ctx: Context, game: str, number: int) -> Section:
+    """A reply to a board mail whose Subject was left as it was, with no command in
+    the body: how to answer with a move, and the board."""
+    engine = get_engine(game)
+    assert engine is not None
+    board = ctx.session.scalar(select(Board).where(Board.game == engine.name,
+                                                   Board.number == number))
+    summary = board_summary(ctx.session, engine, board) if board is not None else None
+    text = render("board_reply.txt.j2", engine=engine, number=number, board=board,
+                  summary=summary)
+    return Section("", False, text, f"{engine.title} Board {number}: how to move")
+
+
+def handle(session: Session, settings: Settings, inbound_id: int,
+           mail: ParsedMail) -> InboundStatus:
     """Run one parsed mail (inside the caller's transaction); returns its new status."""
     if mail.silent_reason:
         log.info("message %s ignored: %s", inbound_id, mail.silent_reason)
-        return "ignored"
+        return InboundStatus.IGNORED
     if mail.refusal:
         queue_mail(session, settings, to=mail.reply_to, subject="pbmserv: your mail was not read",
                    body=render("refused.txt.j2", refusal=mail.refusal, settings=settings),
                    inbound_id=inbound_id, in_reply_to=mail.message_id)
         log.info("message %s from %s refused: %s", inbound_id, mail.reply_to, mail.refusal)
-        return "done"
-    ctx = Context(session, settings, sender=mail.reply_to,
+        return InboundStatus.DONE
+    ctx = Context(session, settings, sender=mail.reply_to, service=GameService(session),
                   raw_comment=mail.comment if mail.source != "multiple" else "")
     sections = [run_line(ctx, line) for line in mail.commands]
+    if mail.board_reply is not None and not sections:
+        sections = [board_reply_section(ctx, *mail.board_reply)]
     if not sections:
         sections = [Section("", False, render("no_command.txt.j2"), "pbmserv: no command found")]
     if len(sections) == 1:
@@ -126,17 +146,14 @@ def handle(session: Session, settings: Settings, inbound_id: int, mail: ParsedMa
 
     queue_mail(session, settings, to=mail.reply_to, subject=scrub(subject), body=scrub(body),
                inbound_id=inbound_id, in_reply_to=mail.message_id)
-    queued = 1
-    for bm in ctx.board_mails:
-        if bm.to != mail.reply_to or len(sections) > 1:
-            queue_mail(session, settings, to=bm.to, subject=scrub(bm.subject),
-                       body=scrub(bm.body), inbound_id=inbound_id)
-            queued += 1
+    notifier = Notifier(session, settings, inbound_id=inbound_id,
+                        skip_addresses=(mail.reply_to,), scrub=scrub)
+    queued = 1 + notifier.notify(ctx.service.events)
     # what was asked is logged by verb only: command lines may hold passwords
     log.info("message %s from %s: %s; %d mail(s) queued", inbound_id, mail.reply_to,
              ", ".join(" ".join(w for w in s.command.split()[:2] if w != MASK)
                        + ("" if s.ok else " (refused)") for s in sections), queued)
-    return "done"
+    return InboundStatus.DONE
 
 
 def process_message(db: Database, settings: Settings, inbound_id: int) -> str:
@@ -146,7 +163,7 @@ def process_message(db: Database, settings: Settings, inbound_id: int) -> str:
             select(InboundMessage.raw, InboundMessage.envelope_from, InboundMessage.status)
             .where(InboundMessage.id == inbound_id)
         ).one_or_none()
-    if row is None or row.status != "new":
+    if row is None or row.status != InboundStatus.NEW:
         return "skipped"
     try:
         mail: ParsedMail | None = parse_message(row.raw, settings.addresses, row.envelope_from,
@@ -160,7 +177,8 @@ def process_message(db: Database, settings: Settings, inbound_id: int) -> str:
             with db.transaction() as session:
                 claimed = session.execute(
                     update(InboundMessage)
-                    .where(InboundMessage.id == inbound_id, InboundMessage.status == "new")
+                    .where(InboundMessage.id == inbound_id,
+                           InboundMessage.status == InboundStatus.NEW)
                     .values(processed_at=utcnow())
                 ).rowcount  # type: ignore[attr-defined]
                 if not claimed:
@@ -193,8 +211,8 @@ def mark_failed(db: Database, settings: Settings, inbound_id: int, error: str,
         with db.transaction() as session:
             marked = session.execute(
                 update(InboundMessage)
-                .where(InboundMessage.id == inbound_id, InboundMessage.status == "new")
-                .values(status="failed", error=error[-8000:], processed_at=utcnow())
+                .where(InboundMessage.id == inbound_id, InboundMessage.status == InboundStatus.NEW)
+                .values(status=InboundStatus.FAILED, error=error[-8000:], processed_at=utcnow())
             ).rowcount  # type: ignore[attr-defined]
             if marked and mail is not None and not mail.silent_reason:
                 queue_mail(session, settings, to=mail.reply_to,
@@ -203,16 +221,16 @@ def mark_failed(db: Database, settings: Settings, inbound_id: int, error: str,
                            inbound_id=inbound_id, in_reply_to=mail.message_id)
     except Exception:
         log.exception("message %s could not be marked as failed; it stays new", inbound_id)
-        return "new"
+        return InboundStatus.NEW
     log.error("message %s could not be processed; kept as failed", inbound_id)
-    return "failed"
+    return InboundStatus.FAILED
 
 
 def pending_ids(db: Database, after: int = 0, limit: int = 500) -> list[int]:
     with db.reading() as session:
         return list(session.scalars(
             select(InboundMessage.id)
-            .where(InboundMessage.status == "new", InboundMessage.id > after)
+            .where(InboundMessage.status == InboundStatus.NEW, InboundMessage.id > after)
             .order_by(InboundMessage.id).limit(limit)
         ))
 

@@ -48,6 +48,21 @@ def wrap(text: str, width: int = LINE_WIDTH, indent: str = "") -> str:
     return "\n".join(out)
 
 
+def duration(seconds: int) -> str:
+    """``3 days 4 hours``, ``5 hours 12 minutes``, ``40 minutes``, ``under a minute``."""
+    minutes = seconds // 60
+    days, rest = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(rest, 60)
+    parts = [(days, "day"), (hours, "hour")] if days else [(hours, "hour"), (minutes, "minute")]
+    words = [f"{n} {unit}{'s' if n != 1 else ''}" for n, unit in parts if n]
+    return " ".join(words) or "under a minute"
+
+
+def time_taken(player: tuple[str, str, int]) -> str:
+    """A summary's (seat, userid, seconds) as ``alice 2 days 3 hours``."""
+    return f"{player[1]} {duration(player[2])}"
+
+
 @cache
 def environment() -> Environment:
     env = Environment(
@@ -59,6 +74,8 @@ def environment() -> Environment:
         autoescape=False,
     )
     env.filters["wrap"] = wrap
+    env.filters["duration"] = duration
+    env.filters["time_taken"] = time_taken
     return env
 
 

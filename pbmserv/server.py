@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pbmserv.config import Settings
 from pbmserv.db.session import Database
 from pbmserv.intake.smtp import IntakeHandler, make_controller
-from pbmserv.mail.send import Sender
 from pbmserv.processing import process_pending
+from pbmserv.sender.delivery import Sender
 
 log = logging.getLogger(__name__)
 

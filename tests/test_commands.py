@@ -12,6 +12,10 @@ from pbmserv.db.session import Database
 from tests.conftest import Mailer
 
 
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
 def start_game(mailer: Mailer, *options: str) -> None:
     mailer.signup("alice", "bob")
     mailer.reply(f"honeydonuts challenge alice bob {' '.join(options)}".strip())
@@ -195,7 +199,8 @@ def test_multiple_runs_every_line_with_one_reply(mailer: Mailer) -> None:
     body = out[0].body
     assert body.count("> ") >= 4 and "'bogus' is neither a command nor a game" in body
     assert "not a command" not in body
-    assert {m.to_addr for m in out[1:]} == {"alice@example.org", "bob@example.org"}
+    # the sender's reply carries the new board; the other player gets a board mail
+    assert [m.to_addr for m in out[1:]] == ["bob@example.org"]
 
 
 def test_command_in_body_and_subject_prefixes(mailer: Mailer) -> None:
@@ -223,17 +228,35 @@ def test_passwords_never_leave_the_server(mailer: Mailer, db: Database) -> None:
 
 def test_offer_to_end_the_game(mailer: Mailer) -> None:
     start_game(mailer)
-    assert "nobody has offered" in mailer.reply("honeydonuts move 101 bob pw-bob accept")
-    out = mailer.send("honeydonuts move 101 alice pw-alice propose")
-    assert "alice has offered to end the game" in out[1].body and out[1].to_addr.startswith("bob")
-    assert "must answer it" in mailer.reply("honeydonuts move 101 alice pw-alice accept")
-    assert "already offered" in mailer.reply("honeydonuts move 101 bob pw-bob propose")
-    assert "play goes on" in mailer.reply("honeydonuts move 101 bob pw-bob reject")
+    assert "nobody has asked you anything" in mailer.reply(
+        "honeydonuts move 101 bob pw-bob accept")
+    out = mailer.send("honeydonuts move 101 alice pw-alice propose", "Shall we call it a day?")
+    board_mail = flat(out[1].body)
+    assert out[1].to_addr == "bob@example.org" and out[1].subject.endswith(" **")
+    assert "alice has offered to end the game by agreement." in board_mail
+    assert "bob answers with the move accept or reject" in board_mail
+    assert "alice writes: Shall we call it a day?" in board_mail
+    assert "your opponent must answer it" in mailer.reply(
+        "honeydonuts move 101 alice pw-alice accept")
+    assert "has asked for an agreed end of the game already" in flat(mailer.reply(
+        "honeydonuts move 101 bob pw-bob propose"))
+    out = mailer.send("honeydonuts move 101 bob pw-bob reject", "Not yet!",
+                      sender="bob@example.org")
+    assert "play goes on" in out[0].body
+    told = flat(out[1].body)
+    assert out[1].to_addr == "alice@example.org"
+    assert "bob rejected your request to end the game by agreement; play goes on." in told
+    assert "bob writes: Not yet!" in told
     mailer.reply("honeydonuts move 101 alice pw-alice propose")
-    mailer.reply("honeydonuts move 101 alice pw-alice a1-a2")  # a move: the offer lapses
-    assert "nobody has offered" in mailer.reply("honeydonuts move 101 bob pw-bob accept")
+    out = mailer.send("honeydonuts move 101 alice pw-alice a1-a2")  # alice may still move
+    assert "alice has offered" in flat(out[1].body)
+    out = mailer.send("honeydonuts move 101 bob pw-bob e1-e2", sender="bob@example.org")
+    lapsed = flat(out[1].body)  # bob moved instead of answering: the offer lapses
+    assert "Your request to end the game by agreement lapsed: bob played a move" in lapsed
+    assert "nobody has asked you anything" in mailer.reply(
+        "honeydonuts move 101 bob pw-bob accept")
     mailer.reply("honeydonuts move 101 bob pw-bob propose")
-    text = mailer.reply("honeydonuts move 101 alice pw-alice accept#2")
+    text = mailer.reply("honeydonuts move 101 alice pw-alice accept#3")
     assert "Game was a tie: ended by agreement." in text
 
 

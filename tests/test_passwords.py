@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pbmserv import passwords
+from pbmserv.service import passwords
 
 
 def test_hash_and_check() -> None:

@@ -19,9 +19,9 @@ from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
-from pbmserv.mail import send
-from pbmserv.mail.send import Sender, backoff_seconds
-from pbmserv.outbox import queue_mail
+from pbmserv.notifications.outbox import queue_mail
+from pbmserv.sender import delivery as send
+from pbmserv.sender.delivery import Sender, backoff_seconds
 from tests.conftest import free_port, read_maildir
 
 

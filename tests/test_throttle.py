@@ -13,7 +13,7 @@ from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import AuthThrottle, Move, OutboxMessage
 from pbmserv.db.session import Database
-from pbmserv.throttle import lock_length
+from pbmserv.service.throttle import lock_length
 from tests.conftest import Mailer
 
 PAUSED = "password checks are paused until"

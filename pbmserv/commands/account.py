@@ -1,27 +1,13 @@
-"""Account commands: signup, change password/address, signoff."""
+"""Account commands: signup, change password/address, signoff, vacation."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
-
-from pbmserv.accounts import (
-    check_email,
-    check_new_password,
-    check_userid,
-)
-from pbmserv.commands.base import (
-    Command,
-    Context,
-    Invocation,
-    Result,
-    command,
-    login,
-)
-from pbmserv.db.base import utcnow
-from pbmserv.db.models import Board, BoardPlayer, User
-from pbmserv.errors import PlayerError
-from pbmserv.passwords import hash_password
+from pbmserv.commands.args import small_number
+from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
 from pbmserv.render import render
+from pbmserv.service import clock
+from pbmserv.service.accounts import close_account, open_account, set_address, set_password
+from pbmserv.service.errors import PlayerError
 
 
 @command
@@ -34,17 +20,11 @@ class Signup(Command):
     max_args = 3
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
-        userid, password = inv.args[0], inv.args[1]
-        check_userid(userid)
-        check_new_password(password)
-        email = check_email(inv.args[2]) if len(inv.args) > 2 else ctx.sender
-        if ctx.session.scalar(select(User.id).where(User.key == userid.lower())) is not None:
-            raise PlayerError(f"the userid {userid!r} is taken; choose another")
-        ctx.session.add(User(key=userid.lower(), userid=userid,
-                             password_hash=hash_password(password), email=email))
-        ctx.session.flush()
-        return Result(render("commands/signup.txt.j2", userid=userid, email=email),
-                      subject=f"pbmserv: welcome, {userid}")
+        email = inv.args[2] if len(inv.args) > 2 else ctx.sender
+        ctx.passwords.add(inv.args[1])
+        user = open_account(ctx.session, inv.args[0], inv.args[1], email)
+        return Result(render("commands/signup.txt.j2", userid=user.userid, email=user.email),
+                      subject=f"pbmserv: welcome, {user.userid}")
 
 
 @command
@@ -62,16 +42,15 @@ class Change(Command):
         what, userid, secret, new = inv.args
         user = login(ctx, userid, secret)
         if what.lower() == "password":
-            check_new_password(new)
-            user.password_hash = hash_password(new)
-            text = render("commands/change.txt.j2", user=user, what="password")
+            ctx.passwords.add(new)
+            set_password(user, new)
         elif what.lower() == "address":
-            user.email = check_email(new)
-            text = render("commands/change.txt.j2", user=user, what="address")
+            set_address(user, new)
         else:
-            raise PlayerError(f"you can change your password or address, not {what!r}",
-                               usage=True)
-        return Result(text, subject=f"pbmserv: {user.userid}'s {what.lower()} changed")
+            raise PlayerError("you can change your password or address, not that",
+                              usage=True)
+        return Result(render("commands/change.txt.j2", user=user, what=what.lower()),
+                      subject=f"pbmserv: {user.userid}'s {what.lower()} changed")
 
 
 @command
@@ -85,16 +64,35 @@ class Signoff(Command):
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         user = login(ctx, inv.args[0], inv.args[1])
-        active = ctx.session.execute(
-            select(Board.game, Board.number).join(BoardPlayer)
-            .where(BoardPlayer.user_id == user.id, Board.finished.is_(False))
-            .order_by(Board.game, Board.number)
-        ).all()
-        if active:
-            names = ", ".join(f"{g} {n}" for g, n in active)
-            raise PlayerError(f"{user.userid} still plays {names}; finish or resign them first")
-        user.closed_at = utcnow()
-        # free the userid for someone new; the closed account keeps its games
-        user.key = f"{user.key}#closed{user.id}"
+        close_account(ctx.session, user, ctx.service.now)
         return Result(render("commands/signoff.txt.j2", user=user),
                       subject=f"pbmserv: {user.userid} signed off")
+
+
+@command
+class VacationCommand(Command):
+    name = "vacation"
+    arguments = "userid password [DAYS|off]"
+    summary = (f"stop all your clocks for DAYS days (up to {clock.VACATION_DAYS_PER_YEAR} a "
+               "year); 'off' ends a vacation early; with neither, how it stands")
+    secret_args = (1,)
+    min_args = 2
+    max_args = 3
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        user = login(ctx, inv.args[0], inv.args[1])
+        service = ctx.service
+        if len(inv.args) == 3:
+            word = inv.args[2].lower()
+            days = None if word == "off" else small_number(word)
+            if word != "off" and (days is None or days > clock.MAX_CLOCK_DAYS):
+                raise PlayerError("give the number of days, or 'off'", usage=True)
+            service.vacation(user, days)
+        current = clock.current_vacation(ctx.session, user.id, service.now)
+        taken = clock.days_taken(ctx.session, user.id, service.now)
+        return Result(
+            render("commands/vacation.txt.j2", user=user, current=current,
+                   left=max(int(clock.VACATION_DAYS_PER_YEAR - taken + 1e-9), 0),
+                   allowance=clock.VACATION_DAYS_PER_YEAR),
+            subject=f"pbmserv: {user.userid}'s vacation",
+        )

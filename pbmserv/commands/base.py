@@ -1,4 +1,8 @@
-"""Mail commands: one small class each, found through a registry by name."""
+"""Mail commands: one small class each, found through a registry by name.
+
+A command parses its words, logs the player in, calls the game service and
+describes the result; it never changes a board itself.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,15 @@ from typing import ClassVar
 
 from sqlalchemy.orm import Session
 
-from pbmserv.accounts import authenticate
 from pbmserv.config import Settings
 from pbmserv.db.models import User
-from pbmserv.errors import PlayerError
 from pbmserv.games import AnyEngine, get_engine
+from pbmserv.service.accounts import authenticate
+from pbmserv.service.errors import PlayerError
+from pbmserv.service.events import Event
+from pbmserv.service.games import GameService
+
+MASK = "*****"
 
 
 @dataclass
@@ -24,29 +32,28 @@ class Result:
 
 
 @dataclass
-class BoardMail:
-    to: str
-    subject: str
-    body: str
-
-
-@dataclass
 class Context:
     session: Session
     settings: Settings
     sender: str
+    service: GameService
     #: the mail's comment as written (read ``comment``: passwords masked)
     raw_comment: str = ""
-    board_mails: list[BoardMail] = field(default_factory=list)
     #: passwords given in this mail's commands: never shown to anyone
     passwords: set[str] = field(default_factory=set)
     #: successful logins so far: a command that logged in had its words in order
     logins: int = 0
+    #: where the running command's events begin in ``service.events``
+    events_mark: int = 0
 
     @property
     def comment(self) -> str:
         """The comment for others to read: the writer's passwords masked."""
         return mask_words(self.raw_comment, self.passwords)
+
+    def new_events(self) -> list[Event]:
+        """The events of the command that is running."""
+        return self.service.events[self.events_mark:]
 
 
 def mask_words(text: str, secrets: set[str]) -> str:
@@ -55,9 +62,6 @@ def mask_words(text: str, secrets: set[str]) -> str:
         if secret:
             text = re.sub(rf"(?<!\S){re.escape(secret)}(?!\S)", MASK, text)
     return text
-
-
-MASK = "*****"
 
 
 def login(ctx: Context, userid: str, password: str) -> User:
@@ -77,6 +81,11 @@ class Invocation:
     args: list[str]
     game: AnyEngine | None = None
 
+    @property
+    def engine(self) -> AnyEngine:
+        assert self.game is not None, "a per-game command always has its game"
+        return self.game
+
 
 class Command:
     name: ClassVar[str]
@@ -88,8 +97,6 @@ class Command:
     per_game: ClassVar[bool] = False
     #: indexes (into args) of passwords, masked whenever a command is quoted
     secret_args: ClassVar[tuple[int, ...]] = ()
-    #: the help topic (templates/help/<topic>.txt.j2) that explains it at length
-    topic: ClassVar[str | None] = None
     #: the fewest and most arguments accepted (None: no upper bound)
     min_args: ClassVar[int] = 0
     max_args: ClassVar[int | None] = None
@@ -103,7 +110,7 @@ class Command:
 
     def masked(self, inv: Invocation) -> str:
         hidden = self.secrets(inv)
-        args = ["*****" if i in hidden else a for i, a in enumerate(inv.args)]
+        args = [MASK if i in hidden else a for i, a in enumerate(inv.args)]
         head = [inv.game.name, inv.verb] if inv.game else [inv.verb]
         return " ".join(head + args)
 
@@ -150,13 +157,13 @@ def lookup(line: str) -> tuple[Command, Invocation]:
         if found is None:
             verbs = ", ".join(c.name for c in all_commands() if c.per_game)
             raise PlayerError(
-                f"{engine.name} has no command {words[1]!r}; its commands are: {verbs}"
+                f"{engine.name} has no command {words[1][:40]!r}; its commands are: {verbs}"
             )
         return found, Invocation(line, verb, words[2:], engine)
     found = REGISTRY.get((False, first))
     if found is None:
         raise PlayerError(
-            f"{words[0]!r} is neither a command nor a game; send 'help' for the list"
+            f"{words[0][:40]!r} is neither a command nor a game; send 'help' for the list"
         )
     return found, Invocation(line, first, words[1:])
 
@@ -166,4 +173,3 @@ def is_command(line: str) -> bool:
     return bool(words) and (
         get_engine(words[0]) is not None or (False, words[0].lower()) in REGISTRY
     )
-

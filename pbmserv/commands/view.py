@@ -4,33 +4,35 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from pbmserv.accounts import existing_user
-from pbmserv.boards import load_board, parse_board_ref, position_at, position_of
+from pbmserv.commands.args import board_number, parse_board_ref
 from pbmserv.commands.base import Command, Context, Invocation, Result, command
-from pbmserv.commands.play import game_of, move_hint
 from pbmserv.db.models import Board, BoardPlayer
-from pbmserv.errors import PlayerError
+from pbmserv.db.status import BoardStatus
 from pbmserv.games.base import RuleError
+from pbmserv.notifications.views import board_summary, diagram, status_line
 from pbmserv.render import render
-from pbmserv.summary import board_summary, diagram, status_line
+from pbmserv.service.accounts import existing_user
+from pbmserv.service.boards import load_board, position_at, position_of
+from pbmserv.service.errors import PlayerError
+from pbmserv.service.games import move_hint
 
 GAME_FILTERS = ("active", "all", "inactive", "next")
 
 
 def user_boards(ctx: Context, inv: Invocation, userid: str, which: str) -> Result:
-    engine = game_of(inv)
+    engine = inv.engine
     if which not in GAME_FILTERS:
-        raise PlayerError(f"choose one of {', '.join(GAME_FILTERS)}, not {which!r}", usage=True)
+        raise PlayerError(f"choose one of {', '.join(GAME_FILTERS)}", usage=True)
     user = existing_user(ctx.session, userid)
     query = (
         select(Board).join(BoardPlayer)
         .where(Board.game == engine.name, BoardPlayer.user_id == user.id)
-        .order_by(Board.number)
+        .distinct().order_by(Board.number)
     )
     if which in ("active", "next"):
-        query = query.where(Board.finished.is_(False))
+        query = query.where(Board.status == BoardStatus.ACTIVE)
     elif which == "inactive":
-        query = query.where(Board.finished.is_(True))
+        query = query.where(Board.status == BoardStatus.FINISHED)
     boards = list(ctx.session.scalars(query).unique())
     if which == "next":
         boards = [b for b in boards
@@ -52,9 +54,10 @@ class Show(Command):
     max_args = 2
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
-        engine = game_of(inv)
+        engine = inv.engine
         ref = inv.args[0]
-        if not ref.split("#")[0].isascii() or not ref.split("#")[0].isdigit():
+        head = ref.split("#")[0]
+        if not head.isascii() or not head.isdigit():
             which = inv.args[1].lower() if len(inv.args) > 1 else "active"
             return user_boards(ctx, inv, ref, which)
         number, at = parse_board_ref(ref)
@@ -92,9 +95,8 @@ class Preview(Command):
     min_args = 2
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
-        engine = game_of(inv)
-        number, _ = parse_board_ref(inv.args[0])
-        board = load_board(ctx.session, engine, number)
+        engine = inv.engine
+        board = load_board(ctx.session, engine, board_number(inv.args[0]))
         pos = position_of(engine, board)
         played: list[str] = []
         for text in inv.args[1:]:
@@ -103,7 +105,7 @@ class Preview(Command):
             except RuleError as exc:
                 done = f" after {' '.join(played)}" if played else ""
                 raise PlayerError(f"{text} is not possible{done}: {exc}", board=board,
-                                   hint=move_hint(engine, board)) from None
+                                  hint=move_hint(engine, board)) from None
             played.append(notation)
         outcome = engine.outcome(pos)
         return Result(
@@ -124,9 +126,8 @@ class Moves(Command):
     max_args = 1
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
-        engine = game_of(inv)
-        number, _ = parse_board_ref(inv.args[0])
-        board = load_board(ctx.session, engine, number)
+        engine = inv.engine
+        board = load_board(ctx.session, engine, board_number(inv.args[0]))
         pos = position_of(engine, board)
         moves = [] if board.finished else [engine.format_move(pos, m)
                                             for m in engine.legal_moves(pos)]

@@ -1,4 +1,4 @@
-"""The tables: accounts, boards and their moves, the raw inbox, the outbox, throttles."""
+"""The tables: accounts, boards and what happens on them, the inbox, the outbox."""
 
 from __future__ import annotations
 
@@ -8,6 +8,15 @@ from sqlalchemy import ForeignKey, Index, LargeBinary, String, Text, UniqueConst
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from pbmserv.db.base import Base, utcnow
+from pbmserv.db.status import (
+    BoardStatus,
+    InboundStatus,
+    OutboxStatus,
+    RequestKind,
+    SeekStatus,
+    StrEnumType,
+)
+from pbmserv.games.base import Termination
 
 
 class User(Base):
@@ -25,21 +34,39 @@ class User(Base):
 
 class Board(Base):
     __tablename__ = "boards"
-    __table_args__ = (UniqueConstraint("game", "number"),)
+    __table_args__ = (
+        UniqueConstraint("game", "number"),
+        Index("ix_boards_status_clock_due_at", "status", "clock_due_at"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     game: Mapped[str] = mapped_column(String(32))
     number: Mapped[int]
     options: Mapped[str] = mapped_column(String(200), default="")
-    #: the engine's serialised position after the last move
+    #: the engine's serialised position after the last move, in format position_version
     position: Mapped[str] = mapped_column(Text)
+    position_version: Mapped[int] = mapped_column(default=1)
     ply: Mapped[int] = mapped_column(default=0)
     to_move: Mapped[int] = mapped_column(default=0)
-    finished: Mapped[bool] = mapped_column(default=False)
+    status: Mapped[BoardStatus] = mapped_column(StrEnumType(BoardStatus),
+                                                default=BoardStatus.ACTIVE)
+    #: the winning seat (None: a draw, or no result)
     winner: Mapped[int | None] = mapped_column(default=None)
+    termination: Mapped[Termination | None] = mapped_column(StrEnumType(Termination),
+                                                            default=None)
+    #: how the game ended, in words
     result: Mapped[str | None] = mapped_column(String(200), default=None)
-    #: the seat that has offered to end the game by agreement, until answered
-    offer_by: Mapped[int | None] = mapped_column(default=None)
+    #: the one open request of the board (a draw offer, an undo request) and its seat
+    request_kind: Mapped[RequestKind | None] = mapped_column(StrEnumType(RequestKind),
+                                                             default=None)
+    request_by: Mapped[int | None] = mapped_column(default=None)
+    #: the clock: a nag every nag_days without a move, a loss on time at forfeit_days
+    nag_days: Mapped[int] = mapped_column(default=7)
+    forfeit_days: Mapped[int] = mapped_column(default=21)
+    turn_started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    nags_sent: Mapped[int] = mapped_column(default=0)
+    #: when the clock must look at the board next (None: never, the game is over)
+    clock_due_at: Mapped[datetime | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -54,6 +81,10 @@ class Board(Base):
     def option_flags(self) -> tuple[str, ...]:
         return tuple(self.options.split())
 
+    @property
+    def finished(self) -> bool:
+        return self.status is BoardStatus.FINISHED
+
 
 class BoardPlayer(Base):
     __tablename__ = "board_players"
@@ -61,6 +92,8 @@ class BoardPlayer(Base):
     board_id: Mapped[int] = mapped_column(ForeignKey("boards.id"), primary_key=True)
     seat: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    #: seconds this player has taken over their moves (vacations not counted)
+    time_used: Mapped[int] = mapped_column(default=0)
 
     board: Mapped[Board] = relationship(back_populates="players")
     user: Mapped[User] = relationship(lazy="joined")
@@ -77,8 +110,114 @@ class Move(Base):
     notation: Mapped[str] = mapped_column(String(200))
     comment: Mapped[str | None] = mapped_column(Text, default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: the position after the move (None for moves stored before it was kept)
+    position: Mapped[str | None] = mapped_column(Text, default=None)
+    #: the clock as it stood before the move, so that an undo restores it exactly
+    turn_started_at: Mapped[datetime | None] = mapped_column(default=None)
+    nags_before: Mapped[int] = mapped_column(default=0)
+    seconds_used: Mapped[int] = mapped_column(default=0)
+    #: played from the player's queue of conditional moves
+    automatic: Mapped[bool] = mapped_column(default=False)
 
     board: Mapped[Board] = relationship(back_populates="moves")
+
+
+class BoardEvent(Base):
+    """What happened, as the game service recorded it (see pbmserv.service.events)."""
+
+    __tablename__ = "board_events"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    board_id: Mapped[int | None] = mapped_column(ForeignKey("boards.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    #: the event's fields, as JSON
+    data: Mapped[str] = mapped_column(Text, default="{}")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Subscription(Base):
+    """A spectator of a board: gets every board mail."""
+
+    __tablename__ = "subscriptions"
+
+    board_id: Mapped[int] = mapped_column(ForeignKey("boards.id"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True, index=True)
+
+    user: Mapped[User] = relationship(lazy="joined")
+
+
+class GameNotify(Base):
+    """A player told of every finished board of a game."""
+
+    __tablename__ = "game_notify"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    game: Mapped[str] = mapped_column(String(32), primary_key=True)
+
+
+class ChallengePolicy(Base):
+    """Whose challenges a player takes in a game, and how many boards at once."""
+
+    __tablename__ = "challenge_policies"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    game: Mapped[str] = mapped_column(String(32), primary_key=True)
+    accept_all: Mapped[bool] = mapped_column(default=True)
+    board_limit: Mapped[int | None] = mapped_column(default=None)
+
+
+class ChallengeRule(Base):
+    """An exception to a ChallengePolicy for one other player."""
+
+    __tablename__ = "challenge_rules"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    game: Mapped[str] = mapped_column(String(32), primary_key=True)
+    other_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    accept: Mapped[bool]
+
+
+class Seek(Base):
+    """An open challenge that anyone may join."""
+
+    __tablename__ = "seeks"
+    __table_args__ = (UniqueConstraint("game", "number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game: Mapped[str] = mapped_column(String(32))
+    number: Mapped[int]
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    options: Mapped[str] = mapped_column(String(200), default="")
+    nag_days: Mapped[int] = mapped_column(default=7)
+    forfeit_days: Mapped[int] = mapped_column(default=21)
+    status: Mapped[SeekStatus] = mapped_column(StrEnumType(SeekStatus), default=SeekStatus.OPEN)
+    board_id: Mapped[int | None] = mapped_column(ForeignKey("boards.id"), default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    user: Mapped[User] = relationship(lazy="joined")
+
+
+class QueuedMove(Base):
+    """A conditional move: when the opponent plays ``opponent_move``, ``reply`` is played."""
+
+    __tablename__ = "queued_moves"
+
+    board_id: Mapped[int] = mapped_column(ForeignKey("boards.id"), primary_key=True)
+    seat: Mapped[int] = mapped_column(primary_key=True)
+    position: Mapped[int] = mapped_column(primary_key=True)
+    opponent_move: Mapped[str] = mapped_column(String(200))
+    reply: Mapped[str] = mapped_column(String(200))
+
+
+class Vacation(Base):
+    """A time in which a player's clocks stand still."""
+
+    __tablename__ = "vacations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    starts_at: Mapped[datetime]
+    ends_at: Mapped[datetime]
 
 
 class InboundMessage(Base):
@@ -93,8 +232,8 @@ class InboundMessage(Base):
     #: sender + Message-ID; unique, so a redelivered mail is stored (and applied) once
     dedupe_key: Mapped[str | None] = mapped_column(String(1000), unique=True, default=None)
     raw: Mapped[bytes] = mapped_column(LargeBinary)
-    #: new -> done | ignored | failed
-    status: Mapped[str] = mapped_column(String(16), default="new")
+    status: Mapped[InboundStatus] = mapped_column(StrEnumType(InboundStatus),
+                                                  default=InboundStatus.NEW)
     error: Mapped[str | None] = mapped_column(Text, default=None)
     processed_at: Mapped[datetime | None] = mapped_column(default=None)
 
@@ -113,8 +252,8 @@ class OutboxMessage(Base):
     subject: Mapped[str] = mapped_column(String(255))
     body: Mapped[str] = mapped_column(Text)
     in_reply_to: Mapped[str | None] = mapped_column(String(1000), default=None)
-    #: pending -> sent | failed (refused for good by the relay)
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    status: Mapped[OutboxStatus] = mapped_column(StrEnumType(OutboxStatus),
+                                                 default=OutboxStatus.PENDING)
     attempts: Mapped[int] = mapped_column(default=0)
     next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_error: Mapped[str | None] = mapped_column(Text, default=None)

@@ -36,6 +36,11 @@ LOOP_HEADER = "X-Pbmserv-Loop"
 _PREFIX = re.compile(r"^(?:(?:re|fwd?|aw|sv|wg|tr|antw|vs) ?(?:\[\d{1,6}\] ?)?: ?)+", re.I)
 _QUOTE_INTRO = re.compile(r"^(on .* wrote:|.* schrieb .*:|-+ ?original message ?-+)$", re.I)
 _QUOTE_INTRO_MAX = 300
+# the Subject of one of our board mails (after any Re:): not a command, even though
+# "board" is also a verb ("<game> board 101 uid pw move" has three more words)
+_BOARD_SUBJECT = re.compile(
+    r"(?:(?:new|nag:) )?(\S+) board ([0-9]{1,10}):?"
+    r"((?: \S+){0,2}| chat from \S+| how to move)", re.I)
 _CONTAINER = re.compile(rb"(?im)^content-type:[ \t]*(?:\r?\n[ \t]+)*(?:multipart|message)/")
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
 _FIELD_START = re.compile(rb"(?m)^[^ \t\r\n]")
@@ -65,6 +70,8 @@ class ParsedMail:
     #: why the mail was not read (a Refusal), "" when it was
     refusal: str = ""
     references: str = ""
+    #: (game, board number) when the Subject is that of a board mail, left as it was
+    board_reply: tuple[str, int] | None = None
 
 
 def _any_text(line: str) -> bool:
@@ -227,7 +234,11 @@ def _find_commands(parsed: ParsedMail, body: str, is_command: Callable[[str], bo
                 if len(parsed.commands) >= MAX_COMMAND_LINES:
                     break
         return
-    if parsed.subject and is_command(parsed.subject):
+    board_subject = _BOARD_SUBJECT.fullmatch(parsed.subject)
+    if board_subject is not None and is_command(board_subject.group(1)) \
+            and int(board_subject.group(2)) < 2**31:
+        parsed.board_reply = (board_subject.group(1).lower(), int(board_subject.group(2)))
+    elif parsed.subject and is_command(parsed.subject):
         parsed.source = "subject"
         parsed.commands = [parsed.subject]
         parsed.comment = comment_text(lines)
@@ -242,7 +253,8 @@ def _find_commands(parsed: ParsedMail, body: str, is_command: Callable[[str], bo
                 parsed.comment = comment_text(lines[i + 1 :])
                 return
             break
-    if parsed.subject:  # no command anywhere: report the Subject as the unknown command
+    if parsed.subject and parsed.board_reply is None:
+        # no command anywhere: report the Subject as the unknown command
         parsed.source = "subject"
         parsed.commands = [parsed.subject]
 

@@ -36,8 +36,9 @@ from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
+from pbmserv.db.status import OutboxStatus
 from pbmserv.mail.parse import LOOP_HEADER
-from pbmserv.mail.relay import (
+from pbmserv.sender.relay import (
     PermanentFailure,
     RelayConnection,
     RelayDown,
@@ -94,7 +95,7 @@ def deliver_maildir(maildir: Path, row: OutboxMessage, data: bytes) -> Path:
 
 
 def _sent() -> dict[str, Any]:
-    return {"status": "sent", "sent_at": utcnow(), "last_error": None, "leased_by": None}
+    return {"status": OutboxStatus.SENT, "sent_at": utcnow(), "last_error": None, "leased_by": None}
 
 
 def _deferred(row: OutboxMessage, error: str) -> dict[str, Any]:
@@ -106,7 +107,7 @@ def _deferred(row: OutboxMessage, error: str) -> dict[str, Any]:
 
 def _failed(row: OutboxMessage, error: str) -> dict[str, Any]:
     log.warning("outbox %s refused for good: %s", row.id, error[:200])
-    return {"status": "failed", "last_error": error[:2000], "leased_by": None}
+    return {"status": OutboxStatus.FAILED, "last_error": error[:2000], "leased_by": None}
 
 
 class Sender:
@@ -126,12 +127,13 @@ class Sender:
         with self.db.transaction() as session:
             for row in session.scalars(
                 select(OutboxMessage)
-                .where(OutboxMessage.status == "pending", OutboxMessage.next_attempt_at <= now)
+                .where(OutboxMessage.status == OutboxStatus.PENDING,
+                       OutboxMessage.next_attempt_at <= now)
                 .order_by(OutboxMessage.id).limit(limit)
             ):
                 got = session.execute(
                     update(OutboxMessage)
-                    .where(OutboxMessage.id == row.id, OutboxMessage.status == "pending",
+                    .where(OutboxMessage.id == row.id, OutboxMessage.status == OutboxStatus.PENDING,
                            OutboxMessage.next_attempt_at <= now)
                     .values(next_attempt_at=now + LEASE, leased_by=self.token)
                 ).rowcount  # type: ignore[attr-defined]
@@ -152,7 +154,7 @@ class Sender:
         return bool(session.execute(
             update(OutboxMessage)
             .where(OutboxMessage.id == row_id, OutboxMessage.leased_by == self.token,
-                   OutboxMessage.status == "pending")
+                   OutboxMessage.status == OutboxStatus.PENDING)
             .values(next_attempt_at=utcnow() + LEASE)
         ).rowcount)  # type: ignore[attr-defined]
 
@@ -202,7 +204,7 @@ class Sender:
         with self.db.transaction() as session:
             for row_id, values in results:
                 self._record(session, row_id, values)
-        return sum(values["status"] == "sent" for _, values in results if "status" in values)
+        return sum(values.get("status") is OutboxStatus.SENT for _, values in results)
 
     def _to_relay(self, relay: tuple[str, int], rows: list[OutboxMessage]) -> int:
         sent = 0

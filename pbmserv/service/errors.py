@@ -20,5 +20,5 @@ class PlayerError(Exception):
         #: the board the request named: its summary comes with the error
         self.board = board
         self.hint = hint
-        #: throttle keys to charge with a wrong password (see pbmserv.throttle)
+        #: throttle keys to charge with a wrong password (see pbmserv.service.throttle)
         self.failed_keys = failed_keys

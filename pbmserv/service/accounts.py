@@ -1,4 +1,4 @@
-"""Accounts: finding users and checking their passwords."""
+"""Accounts: opening and closing them, finding users, checking their passwords."""
 
 from __future__ import annotations
 
@@ -6,14 +6,15 @@ import math
 import re
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import User
-from pbmserv.errors import PlayerError
-from pbmserv.passwords import check_password
-from pbmserv.throttle import account_key, locked_until, record_success, sender_key
+from pbmserv.db.models import Board, BoardPlayer, GameNotify, Seek, Subscription, User
+from pbmserv.db.status import BoardStatus, SeekStatus
+from pbmserv.service.errors import PlayerError
+from pbmserv.service.passwords import check_password, hash_password
+from pbmserv.service.throttle import account_key, locked_until, record_success, sender_key
 
 USERID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}$")
 EMAIL_RE = re.compile(r"^[^@\s<>\"',;:]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$")
@@ -46,7 +47,7 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
     if until is not None:
         minutes = max(1, math.ceil((until - now).total_seconds() / 60))
         raise PlayerError(
-            f"too many wrong passwords have been tried for {userid!r} or from your "
+            "too many wrong passwords have been tried for this account or from your "
             f"address, so password checks are paused until {until:%Y-%m-%d %H:%M} UTC "
             f"(about {minutes} minute{'s' if minutes != 1 else ''} from now); try again "
             "then. If you forgot your password, ask the server's administrator."
@@ -81,3 +82,50 @@ def check_email(email: str) -> str:
     if not EMAIL_RE.match(email):
         raise PlayerError(f"{email!r} is not a mail address like name@example.org")
     return email.lower()
+
+
+def open_account(session: Session, userid: str, password: str, email: str) -> User:
+    check_userid(userid)
+    check_new_password(password)
+    email = check_email(email)
+    if session.scalar(select(User.id).where(User.key == userid.lower())) is not None:
+        raise PlayerError(f"the userid {userid!r} is taken; choose another")
+    user = User(key=userid.lower(), userid=userid, password_hash=hash_password(password),
+                email=email)
+    session.add(user)
+    session.flush()
+    return user
+
+
+def set_password(user: User, password: str) -> None:
+    check_new_password(password)
+    user.password_hash = hash_password(password)
+
+
+def set_address(user: User, email: str) -> None:
+    user.email = check_email(email)
+
+
+def active_boards(session: Session, user: User) -> list[tuple[str, int]]:
+    """(game, number) of every board the user still plays, each once."""
+    return list(session.execute(
+        select(Board.game, Board.number).join(BoardPlayer)
+        .where(BoardPlayer.user_id == user.id, Board.status == BoardStatus.ACTIVE)
+        .distinct().order_by(Board.game, Board.number)
+    ).tuples())
+
+
+def close_account(session: Session, user: User, now: datetime | None = None) -> None:
+    """Close an account that plays no board; its finished games keep their records."""
+    active = active_boards(session, user)
+    if active:
+        names = ", ".join(f"{g} {n}" for g, n in active)
+        raise PlayerError(f"{user.userid} still plays {names}; finish or resign them first")
+    for seek in session.scalars(select(Seek).where(Seek.user_id == user.id,
+                                                   Seek.status == SeekStatus.OPEN)):
+        seek.status = SeekStatus.WITHDRAWN
+    session.execute(delete(Subscription).where(Subscription.user_id == user.id))
+    session.execute(delete(GameNotify).where(GameNotify.user_id == user.id))
+    user.closed_at = now or utcnow()
+    # free the userid for someone new; the closed account keeps its games
+    user.key = f"{user.key}#closed{user.id}"

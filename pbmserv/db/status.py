@@ -1,0 +1,58 @@
+"""The statuses and kinds stored in the tables: enums, never bare strings."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import Dialect, String
+from sqlalchemy.types import TypeDecorator
+
+
+class BoardStatus(StrEnum):
+    ACTIVE = "active"
+    FINISHED = "finished"
+
+
+class RequestKind(StrEnum):
+    """What a player asked the opponent to agree to; one at a time per board."""
+
+    DRAW = "draw"
+    UNDO = "undo"
+
+
+class SeekStatus(StrEnum):
+    OPEN = "open"
+    JOINED = "joined"
+    WITHDRAWN = "withdrawn"
+
+
+class InboundStatus(StrEnum):
+    NEW = "new"
+    DONE = "done"
+    IGNORED = "ignored"
+    FAILED = "failed"
+
+
+class OutboxStatus(StrEnum):
+    PENDING = "pending"
+    SENT = "sent"
+    #: refused for good by the relay
+    FAILED = "failed"
+
+
+class StrEnumType(TypeDecorator[Any]):
+    """A StrEnum stored as its value in a short string column."""
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, enum: type[StrEnum], length: int = 16) -> None:
+        super().__init__(length)
+        self.enum = enum
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        return None if value is None else self.enum(value).value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> StrEnum | None:
+        return None if value is None else self.enum(value)

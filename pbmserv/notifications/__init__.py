@@ -1,0 +1,206 @@
+"""Turning events into mail: the one place that decides who is told what.
+
+Events come from the game service, whatever caused them (a mailed command, the
+clock, a queued move).  For every board they touch, each player and subscriber gets
+one board mail showing the board as it ends up, with notes on what happened
+(worded for them) and the comments written; players who asked to hear of finished
+games of that kind are told too.  A nag goes to the player to move; a chat message to
+everyone on the board but its writer.  Addresses that get the reply to the mail that
+caused it all are left out: the reply carries the board.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from pbmserv.config import Settings
+from pbmserv.db.models import Board, GameNotify, User
+from pbmserv.games import AnyEngine
+from pbmserv.notifications.outbox import queue_mail
+from pbmserv.notifications.views import board_subject, board_summary, status_line, subscribers
+from pbmserv.render import render
+from pbmserv.service.boards import engine_of, player_of
+from pbmserv.service.events import (
+    BoardCreated,
+    ChatSent,
+    Event,
+    GameFinished,
+    MovePlayed,
+    MoveTakenBack,
+    NagDue,
+    QueueCleared,
+    RequestAnswered,
+    RequestLapsed,
+    RequestMade,
+)
+
+
+@dataclass(frozen=True)
+class Note:
+    """One sentence about an event, for everyone or for one user only."""
+
+    kind: str
+    fields: dict[str, Any]
+    #: the user it is about, who reads it worded to them ("your offer ...")
+    subject_id: int | None = None
+    #: only this user reads it
+    only: int | None = None
+    #: the user whose act it reports: their own reply says it already
+    actor_id: int | None = None
+
+    def text(self, reader: User | None) -> str:
+        you = reader is not None and reader.id == self.subject_id
+        return " ".join(render("note.txt.j2", kind=self.kind, you=you, **self.fields).split())
+
+
+def _seat_user(board: Board, seat: int) -> User:
+    return player_of(board, seat)
+
+
+def notes_of(board: Board, events: Iterable[Event]) -> list[Note]:
+    """What the events on ``board`` say, in order."""
+    notes: list[Note] = []
+    for e in events:
+        if isinstance(e, BoardCreated) and e.seek is not None:
+            notes.append(Note("seek-joined", {"seek": e.seek}))
+        elif isinstance(e, MovePlayed) and e.automatic:
+            user = _seat_user(board, e.seat)
+            notes.append(Note("queued-move", {"userid": user.userid, "notation": e.notation},
+                              subject_id=user.id))
+        elif isinstance(e, RequestMade):
+            user = _seat_user(board, e.seat)
+            notes.append(Note("request-made", {"userid": user.userid, "request": e.request},
+                              subject_id=user.id, actor_id=user.id))
+        elif isinstance(e, RequestAnswered):
+            asker, answerer = _seat_user(board, e.seat), _seat_user(board, e.by)
+            notes.append(Note("request-answered", {
+                "userid": asker.userid, "answerer": answerer.userid, "request": e.request,
+                "accepted": e.accepted}, subject_id=asker.id, actor_id=answerer.id))
+        elif isinstance(e, RequestLapsed):
+            asker, mover = _seat_user(board, e.seat), _seat_user(board, e.by)
+            notes.append(Note("request-lapsed", {
+                "userid": asker.userid, "mover": mover.userid, "request": e.request},
+                subject_id=asker.id))
+        elif isinstance(e, MoveTakenBack):
+            user = _seat_user(board, e.seat)
+            notes.append(Note("taken-back", {"userid": user.userid, "ply": e.ply,
+                                             "notation": e.notation}, subject_id=user.id))
+        elif isinstance(e, QueueCleared):
+            user = _seat_user(board, e.seat)
+            notes.append(Note("queue-cleared", {"expected": e.expected, "played": e.played},
+                              subject_id=user.id, only=user.id))
+    return notes
+
+
+def comments_of(board: Board, events: Iterable[Event]) -> list[tuple[str, str]]:
+    """(userid, comment) for every comment written with the events, in order."""
+    out = []
+    for e in events:
+        comment = getattr(e, "comment", None)
+        if not comment:
+            continue
+        seat = e.by if isinstance(e, GameFinished | RequestAnswered) else getattr(e, "seat", None)
+        if seat is not None:
+            out.append((_seat_user(board, seat).userid, comment))
+    return out
+
+
+def notes_for(notes: list[Note], reader: User | None) -> list[str]:
+    """The notes ``reader`` reads, worded for them."""
+    rid = reader.id if reader is not None else None
+    return [n.text(reader) for n in notes
+            if (n.only is None or n.only == rid) and (rid is None or n.actor_id != rid)]
+
+
+class Notifier:
+    """Queues the outbox rows for events, in the caller's transaction."""
+
+    def __init__(self, session: Session, settings: Settings, *, inbound_id: int | None = None,
+                 skip_addresses: Collection[str] = (),
+                 scrub: Callable[[str], str] = lambda text: text) -> None:
+        self.session = session
+        self.settings = settings
+        self.inbound_id = inbound_id
+        self.skip = {a.lower() for a in skip_addresses}
+        #: applied to every subject and body: the caller's last guard for passwords
+        self.scrub = scrub
+        self.queued = 0
+
+    def _send(self, user: User, subject: str, body: str) -> None:
+        queue_mail(self.session, self.settings, to=user.email, subject=self.scrub(subject),
+                   body=self.scrub(body), inbound_id=self.inbound_id)
+        self.queued += 1
+
+    def notify(self, events: Iterable[Event]) -> int:
+        """Queue every mail the events call for; returns how many were queued."""
+        by_board: dict[int, list[Event]] = {}
+        for event in events:
+            by_board.setdefault(event.board_id, []).append(event)
+        before = self.queued
+        for board_id, board_events in by_board.items():
+            board = self.session.get(Board, board_id)
+            assert board is not None
+            engine = engine_of(board)
+            changes = [e for e in board_events if not isinstance(e, NagDue | ChatSent)]
+            if changes:
+                self._board_mail(engine, board, changes)
+            for event in board_events:
+                if isinstance(event, NagDue):
+                    self._nag(engine, board, event)
+                elif isinstance(event, ChatSent):
+                    self._chat(engine, board, event)
+        return self.queued - before
+
+    def _watchers(self, board: Board, finished: bool) -> list[User]:
+        """Players, subscribers, and (when the game is over) its notify list: once each."""
+        users = [p.user for p in board.players] + subscribers(self.session, board)
+        if finished:
+            users += list(self.session.scalars(
+                select(User).join(GameNotify, GameNotify.user_id == User.id)
+                .where(GameNotify.game == board.game, User.closed_at.is_(None))
+                .order_by(User.key)))
+        seen: set[str] = set(self.skip)
+        out = []
+        for user in users:
+            address = user.email.lower()
+            if address not in seen and user.closed_at is None:
+                seen.add(address)
+                out.append(user)
+        return out
+
+    def _board_mail(self, engine: AnyEngine, board: Board, events: list[Event]) -> None:
+        finished = any(isinstance(e, GameFinished) for e in events)
+        new = any(isinstance(e, BoardCreated) for e in events)
+        notes = notes_of(board, events)
+        comments = comments_of(board, events)
+        summary = board_summary(self.session, engine, board)
+        subject = board_subject(engine, board, new=new, commented=bool(comments))
+        for user in self._watchers(board, finished):
+            body = render("board_mail.txt.j2", new=new, notes=notes_for(notes, user),
+                          summary=summary, comments=comments)
+            self._send(user, subject, body)
+
+    def _nag(self, engine: AnyEngine, board: Board, event: NagDue) -> None:
+        user = player_of(board, event.seat)
+        if user.email.lower() in self.skip or board.finished:
+            return
+        subject = render("subjects/nag.txt.j2", engine=engine, board=board, userid=user.userid)
+        body = render("nag.txt.j2", engine=engine, board=board, userid=user.userid,
+                      event=event, summary=board_summary(self.session, engine, board))
+        self._send(user, subject.strip(), body)
+
+    def _chat(self, engine: AnyEngine, board: Board, event: ChatSent) -> None:
+        writer = self.session.get(User, event.user_id)
+        assert writer is not None
+        subject = render("subjects/chat.txt.j2", engine=engine, board=board,
+                         userid=writer.userid).strip()
+        body = render("chat.txt.j2", engine=engine, board=board, userid=writer.userid,
+                      text=event.text, status=status_line(engine, board))
+        for user in self._watchers(board, finished=False):
+            if user.id != writer.id:
+                self._send(user, subject, body)

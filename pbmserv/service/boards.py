@@ -1,0 +1,87 @@
+"""Boards in the database: finding them, their players, their positions.
+
+The engine's serialised position is stored with every board (and with every move),
+so a move loads one position, applies one move and stores the result: no replay.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from pbmserv.db.models import Board, Move, User
+from pbmserv.games import AnyEngine, get_engine
+from pbmserv.service.errors import PlayerError
+
+FIRST_BOARD_NUMBER = 101
+
+
+def engine_of(board: Board) -> AnyEngine:
+    engine = get_engine(board.game)
+    if engine is None:
+        raise LookupError(f"game {board.game!r} is not installed")
+    return engine
+
+
+def load_board(session: Session, engine: AnyEngine, number: int, *, lock: bool = False) -> Board:
+    query = select(Board).where(Board.game == engine.name, Board.number == number)
+    if lock:
+        query = query.with_for_update()
+    board = session.scalar(query)
+    if board is None:
+        raise PlayerError(f"there is no {engine.name} board {number}")
+    return board
+
+
+def next_board_number(session: Session, game: str) -> int:
+    highest = session.scalar(select(func.max(Board.number)).where(Board.game == game))
+    return (highest or FIRST_BOARD_NUMBER - 1) + 1
+
+
+def moves_of(session: Session, board: Board) -> list[Move]:
+    return list(session.scalars(select(Move).where(Move.board_id == board.id).order_by(Move.ply)))
+
+
+def last_move(session: Session, board: Board) -> Move | None:
+    return session.scalar(select(Move).where(Move.board_id == board.id, Move.ply == board.ply))
+
+
+def position_of(engine: AnyEngine, board: Board) -> Any:
+    return engine.load(board.position, board.position_version)
+
+
+def start_position(engine: AnyEngine, board: Board) -> Any:
+    return engine.new(board.option_flags)
+
+
+def position_at(session: Session, engine: AnyEngine, board: Board, ply: int) -> Any:
+    """The position after the first ``ply`` moves (for looking back, and for undo)."""
+    if not 0 <= ply <= board.ply:
+        raise PlayerError(f"board {board.number} has moves 1 to {board.ply}; there is no #{ply}")
+    if ply == 0:
+        return start_position(engine, board)
+    stored = session.scalar(select(Move.position).where(Move.board_id == board.id,
+                                                        Move.ply == ply))
+    if stored is not None:
+        return engine.load(stored, board.position_version)
+    # a move stored before positions were kept with moves: replay up to it
+    notations = session.scalars(select(Move.notation).where(Move.board_id == board.id,
+                                                            Move.ply <= ply)
+                                .order_by(Move.ply))
+    return engine.play_all(start_position(engine, board), list(notations))
+
+
+def seats_of(board: Board, user: User) -> list[int]:
+    return [p.seat for p in board.players if p.user_id == user.id]
+
+
+def acting_seat(board: Board, user: User) -> int:
+    """The seat a player speaks for: the one to move if theirs (a player may hold both)."""
+    mine = seats_of(board, user)
+    return board.to_move if board.to_move in mine else mine[0]
+
+
+def player_of(board: Board, seat: int) -> User:
+    return next(p.user for p in board.players if p.seat == seat)

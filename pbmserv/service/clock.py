@@ -1,0 +1,85 @@
+"""Clocks: how long a player has let a board wait, and vacations that stop the clock.
+
+A board's clock counts from the start of the current turn.  Time the player to move
+spends on vacation does not count.  The board keeps, as a hint for the clock worker,
+the next instant it must be looked at (``clock_due_at``); what is due then is worked
+out afresh from the turn's start and the vacations, so a restart, a crash or a
+vacation begun or ended early never loses or repeats a reminder.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from pbmserv.db.models import Board, Vacation
+from pbmserv.service.boards import player_of
+
+DAY = timedelta(days=1)
+#: vacation days a player may take in a calendar year
+VACATION_DAYS_PER_YEAR = 30
+#: the longest nag or forfeit time a board may have
+MAX_CLOCK_DAYS = 365
+
+
+def vacations_between(session: Session, user_id: int, start: datetime,
+                      end: datetime) -> list[Vacation]:
+    return list(session.scalars(
+        select(Vacation).where(Vacation.user_id == user_id, Vacation.starts_at < end,
+                               Vacation.ends_at > start).order_by(Vacation.starts_at)
+    ))
+
+
+def overlap(vacations: list[Vacation], start: datetime, end: datetime) -> timedelta:
+    """How much of [start, end) the vacations cover (they never overlap each other)."""
+    total = timedelta()
+    for v in vacations:
+        lo, hi = max(start, v.starts_at), min(end, v.ends_at)
+        if hi > lo:
+            total += hi - lo
+    return total
+
+
+def current_vacation(session: Session, user_id: int, now: datetime) -> Vacation | None:
+    return session.scalar(
+        select(Vacation).where(Vacation.user_id == user_id, Vacation.starts_at <= now,
+                               Vacation.ends_at > now)
+    )
+
+
+def days_taken(session: Session, user_id: int, now: datetime) -> float:
+    """Vacation days of this calendar year, the planned rest of a current one included."""
+    year = datetime(now.year, 1, 1, tzinfo=UTC)
+    following = datetime(now.year + 1, 1, 1, tzinfo=UTC)
+    spent = overlap(vacations_between(session, user_id, year, following), year, following)
+    return spent / DAY
+
+
+def idle(session: Session, board: Board, now: datetime) -> timedelta:
+    """How long the player to move has let the board wait (vacations left out)."""
+    mover = player_of(board, board.to_move)
+    start = board.turn_started_at
+    away = overlap(vacations_between(session, mover.id, start, now), start, now)
+    return max(now - start - away, timedelta())
+
+
+def next_deadline(board: Board) -> timedelta:
+    """The idle time at which the clock must act next: a nag, or the forfeit."""
+    nag = board.nag_days * DAY * (board.nags_sent + 1)
+    return min(nag, board.forfeit_days * DAY)
+
+
+def schedule(session: Session, board: Board, now: datetime) -> None:
+    """Set when the clock looks at the board next (idle time only grows off vacation)."""
+    if board.finished:
+        board.clock_due_at = None
+        return
+    waited = idle(session, board, now)
+    due = now + max(next_deadline(board) - waited, timedelta())
+    mover = player_of(board, board.to_move)
+    away = current_vacation(session, mover.id, now)
+    if away is not None:
+        due = max(due, away.ends_at + (next_deadline(board) - waited))
+    board.clock_due_at = due
