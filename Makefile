@@ -18,6 +18,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check pbmserv tests bench migrations
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest -q
 
 bench: $(STAMP)

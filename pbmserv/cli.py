@@ -24,6 +24,7 @@ from pbmserv.notifications.views import diagram, status_line
 from pbmserv.processing import process_message, process_pending
 from pbmserv.sender.delivery import Sender
 from pbmserv.service import throttle
+from pbmserv.timers import run_clocks
 
 EX_TEMPFAIL = 75
 EX_UNAVAILABLE = 69
@@ -108,7 +109,8 @@ def deliver(settings: Settings, sender: str | None) -> None:
 @click.option("--interval", default=2.0, show_default=True)
 @click.pass_obj
 def work(settings: Settings, loop: bool, interval: float) -> None:
-    """Process stored mail and send the outbox (for pipe setups without 'serve')."""
+    """Process stored mail, run the clocks and send the outbox (for pipe setups
+    without 'serve')."""
     db = _db(settings)
     upgrade(db)
     stop = threading.Event()
@@ -117,6 +119,7 @@ def work(settings: Settings, loop: bool, interval: float) -> None:
     sender = Sender(db, settings)
     while True:
         processed = process_pending(db, settings)
+        run_clocks(db, settings)
         sent = sender.send_due()
         if not loop:
             click.echo(f"processed {processed} message(s), sent {sent} mail(s)")

@@ -1,8 +1,9 @@
-"""``pbmserv serve``: the SMTP listener plus the two workers behind it.
+"""``pbmserv serve``: the SMTP listener plus the workers behind it.
 
 The listener stores mail and wakes the processor; the processor runs commands
-and wakes the sender; the sender empties the outbox.  Each worker also wakes on
-its own every few seconds, so nothing waits for a wake-up that was missed.
+and wakes the sender; the sender empties the outbox; the clock nags and forfeits.
+Each worker also wakes on its own every little while, so nothing waits for a
+wake-up that was missed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pbmserv.db.session import Database
 from pbmserv.intake.smtp import IntakeHandler, make_controller
 from pbmserv.processing import process_pending
 from pbmserv.sender.delivery import Sender
+from pbmserv.timers import run_clocks
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +49,14 @@ class Worker(threading.Thread):
 
 class Server:
     def __init__(self, db: Database, settings: Settings, host: str = "127.0.0.1",
-                 port: int = 2525, send_interval: float = 2.0) -> None:
+                 port: int = 2525, send_interval: float = 2.0,
+                 clock_interval: float = 60.0) -> None:
         self.db = db
         self.settings = settings
         sender = Sender(db, settings)
         self.sender = Worker("sender", sender.send_due, send_interval)
         self.processor = Worker("processor", self._process, 5.0)
+        self.clock = Worker("clock", self._clock, clock_interval)
         handler = IntakeHandler(db, settings, on_stored=lambda _id: self.processor.wakeup.set())
         self.controller = make_controller(handler, host, port, settings)
 
@@ -62,9 +66,16 @@ class Server:
             self.sender.wakeup.set()
         return done
 
+    def _clock(self) -> int:
+        done = run_clocks(self.db, self.settings)
+        if done:
+            self.sender.wakeup.set()
+        return done
+
     def start(self) -> None:
         self.processor.start()
         self.sender.start()
+        self.clock.start()
         self.processor.wakeup.set()  # mail stored before a crash is processed now
         self.sender.wakeup.set()
         self.controller.start()
@@ -72,4 +83,5 @@ class Server:
     def stop(self) -> None:
         self.controller.stop()
         self.processor.stop()
+        self.clock.stop()
         self.sender.stop()

@@ -64,6 +64,14 @@ def make_mail(subject: str, body: str = "", sender: str = "alice@example.org",
     return msg.as_bytes(policy=policy.SMTP)
 
 
+def check_mail_shape(mails: list[OutboxMessage]) -> None:
+    """Every mail the server sends: lines of at most 76 columns, no trailing blanks."""
+    for mail in mails:
+        for line in mail.body.split("\n"):
+            assert len(line) <= 76, f"{mail.subject!r}: line of {len(line)}: {line!r}"
+            assert line == line.rstrip(), f"{mail.subject!r}: trailing blank: {line!r}"
+
+
 class Mailer:
     """Drives mail through the real store and processor; reads the outbox."""
 
@@ -80,10 +88,12 @@ class Mailer:
         assert stored is not None
         process_message(self.db, self.settings, stored)
         with self.db.transaction() as session:
-            return list(session.scalars(
+            out = list(session.scalars(
                 select(OutboxMessage).where(OutboxMessage.inbound_id == stored)
                 .order_by(OutboxMessage.id)
             ))
+        check_mail_shape(out)
+        return out
 
     def reply(self, subject: str, body: str = "", sender: str = "alice@example.org") -> str:
         """Send a mail and return the body of the one reply to the sender."""

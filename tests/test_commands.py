@@ -51,7 +51,7 @@ def test_signup_and_duplicate(mailer: Mailer, db: Database) -> None:
 
 
 def test_signup_with_address_and_bad_input(mailer: Mailer) -> None:
-    assert "goes\nto al@other.org" in mailer.reply("signup al pw al@other.org")
+    assert "goes to al@other.org" in flat(mailer.reply("signup al pw al@other.org"))
     assert "cannot be a userid" in mailer.reply("signup -x pw")
     assert "not a mail address" in mailer.reply("signup carol pw nowhere")
     text = mailer.reply("signup")

@@ -92,7 +92,7 @@ class VacationCommand(Command):
         taken = clock.days_taken(ctx.session, user.id, service.now)
         return Result(
             render("commands/vacation.txt.j2", user=user, current=current,
-                   left=max(int(clock.VACATION_DAYS_PER_YEAR - taken + 1e-9), 0),
+                   left=max(clock.VACATION_DAYS_PER_YEAR - round(taken), 0),
                    allowance=clock.VACATION_DAYS_PER_YEAR),
             subject=f"pbmserv: {user.userid}'s vacation",
         )

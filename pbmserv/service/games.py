@@ -506,7 +506,7 @@ class GameService:
             taken -= (current.ends_at - self.now) / clock.DAY
         left = clock.VACATION_DAYS_PER_YEAR - taken
         if days > left + 1e-9:
-            raise PlayerError(f"{user.userid} has {max(int(left), 0)} vacation day(s) left "
+            raise PlayerError(f"{user.userid} has {max(round(left), 0)} vacation day(s) left "
                               f"this year (of {clock.VACATION_DAYS_PER_YEAR}); ask for no "
                               "more than that")
         if current is not None:

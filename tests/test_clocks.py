@@ -1,0 +1,195 @@
+"""Clocks: nags, loss on time and vacations, driven by moving time forward in the
+database (every stored instant moved back by the same amount)."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import select
+
+from pbmserv.cli import main
+from pbmserv.config import Settings
+from pbmserv.db.models import Board, Move, OutboxMessage, Vacation
+from pbmserv.db.session import Database
+from pbmserv.notifications import Notifier
+from pbmserv.server import Server
+from pbmserv.timers import run_clocks
+from tests.conftest import Mailer, check_mail_shape, free_port, read_maildir
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def time_passes(db: Database, days: float) -> None:
+    """Move every instant the clock reads back by ``days``: as if that much time passed."""
+    d = timedelta(days=days)
+    with db.transaction() as s:
+        for board in s.scalars(select(Board)):
+            board.turn_started_at -= d
+            board.created_at -= d
+            board.updated_at -= d
+            if board.clock_due_at is not None:
+                board.clock_due_at -= d
+        for move in s.scalars(select(Move)):
+            move.created_at -= d
+            if move.turn_started_at is not None:
+                move.turn_started_at -= d
+        for vacation in s.scalars(select(Vacation)):
+            vacation.starts_at -= d
+            vacation.ends_at -= d
+
+
+def clock_mails(db: Database, settings: Settings) -> list[OutboxMessage]:
+    """Run the clock; the mails it queued."""
+    with db.transaction() as s:
+        last = s.scalar(select(OutboxMessage.id).order_by(OutboxMessage.id.desc()).limit(1)) or 0
+    run_clocks(db, settings)
+    with db.transaction() as s:
+        out = list(s.scalars(select(OutboxMessage).where(OutboxMessage.id > last)
+                             .order_by(OutboxMessage.id)))
+    check_mail_shape(out)
+    return out
+
+
+def start(mailer: Mailer, *flags: str) -> None:
+    mailer.signup("alice", "bob")
+    mailer.reply(" ".join(("honeydonuts challenge alice bob", *flags)))
+    mailer.reply("honeydonuts move 101 alice pw-alice a1-a2")  # bob to move
+
+
+def board(db: Database) -> Board:
+    with db.transaction() as s:
+        found = s.scalar(select(Board))
+        assert found is not None
+        return found
+
+
+def test_nags_then_loss_on_time(mailer: Mailer, db: Database, settings: Settings) -> None:
+    start(mailer)
+    time_passes(db, 6.9)
+    assert clock_mails(db, settings) == []
+    time_passes(db, 0.2)
+    [nag] = clock_mails(db, settings)
+    assert nag.to_addr == "bob@example.org" and nag.subject == "Nag: Honeydonuts Board 101 bob"
+    text = flat(nag.body)
+    assert "you have not moved for 7 days" in text and "after 21 days, you lose" in text
+    assert "Summary of Honeydonuts Board 101" in text
+    assert clock_mails(db, settings) == []  # never twice
+    time_passes(db, 7)
+    [second] = clock_mails(db, settings)
+    assert "you have not moved for 14 days" in flat(second.body)
+    time_passes(db, 7)
+    out = clock_mails(db, settings)
+    assert sorted(m.to_addr for m in out) == ["alice@example.org", "bob@example.org"]
+    assert all(m.subject == "Honeydonuts Board 101 Game over" for m in out)
+    assert "Game won by alice (Red): bob did not move for 21 days." in flat(out[0].body)
+    ended = board(db)
+    assert ended.finished and ended.termination == "time" and ended.clock_due_at is None
+
+
+def test_a_move_restarts_the_clock(mailer: Mailer, db: Database, settings: Settings) -> None:
+    start(mailer)
+    time_passes(db, 8)
+    assert len(clock_mails(db, settings)) == 1
+    mailer.reply("honeydonuts move 101 bob pw-bob e1-e2")
+    time_passes(db, 6)
+    assert clock_mails(db, settings) == []
+    time_passes(db, 1.1)
+    [nag] = clock_mails(db, settings)
+    assert nag.subject == "Nag: Honeydonuts Board 101 alice"
+
+
+def test_clock_times_set_in_the_challenge(mailer: Mailer, db: Database,
+                                          settings: Settings) -> None:
+    start(mailer, "--nagtime=2", "--forfeittime=3")
+    assert "a reminder after 2 days without a move, lost on time after 3" in flat(
+        mailer.reply("honeydonuts show 101"))
+    time_passes(db, 2.1)
+    assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Honeydonuts Board 101 bob"]
+    time_passes(db, 1)
+    assert len(clock_mails(db, settings)) == 2 and board(db).finished
+    assert "must not be shorter than the nag time" in mailer.reply(
+        "honeydonuts challenge alice bob --nagtime=5 --forfeittime=2")
+    assert "nag and forfeit times are 1 to 365 days" in mailer.reply(
+        "honeydonuts challenge alice bob --nagtime=0")
+
+
+def test_vacation_stops_the_clock(mailer: Mailer, db: Database, settings: Settings) -> None:
+    start(mailer)
+    time_passes(db, 3)
+    text = flat(mailer.reply("vacation bob pw-bob 10", sender="bob@example.org"))
+    assert "bob is on vacation until" in text and "has 20 of 30 vacation days left" in text
+    time_passes(db, 10)  # 13 days since the move, 3 of them not on vacation
+    assert clock_mails(db, settings) == []
+    time_passes(db, 3.9)
+    assert clock_mails(db, settings) == []
+    time_passes(db, 0.2)  # 7 days off vacation
+    [nag] = clock_mails(db, settings)
+    assert "you have not moved for 7 days" in flat(nag.body)
+
+
+def test_vacation_allowance_and_ending_early(mailer: Mailer, db: Database,
+                                            settings: Settings) -> None:
+    start(mailer)
+    assert "has 30 vacation day(s) left this year" in flat(
+        mailer.reply("vacation bob pw-bob 31"))
+    mailer.reply("vacation bob pw-bob 20")
+    time_passes(db, 2)
+    text = flat(mailer.reply("vacation bob pw-bob off"))
+    assert "bob is not on vacation" in text and "has 28 of 30 vacation days left" in text
+    assert "bob is not on vacation" in mailer.reply("vacation bob pw-bob off")
+    time_passes(db, 7.1)  # the clock runs again from the early end
+    assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Honeydonuts Board 101 bob"]
+
+
+def test_a_crash_between_the_nag_and_its_mail_loses_and_repeats_nothing(
+        mailer: Mailer, db: Database, settings: Settings,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    start(mailer)
+    time_passes(db, 7.5)
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("killed between the decision and the mail")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Notifier, "_send", crash)
+        with pytest.raises(RuntimeError):
+            run_clocks(db, settings)
+    assert board(db).nags_sent == 0  # the decision was rolled back with the mail
+    assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Honeydonuts Board 101 bob"]
+    assert clock_mails(db, settings) == []
+
+
+def test_work_runs_the_clock(mailer: Mailer, db: Database, settings: Settings) -> None:
+    start(mailer)
+    time_passes(db, 8)
+    env = {"PBMSERV_DATABASE_URL": settings.database_url,
+           "PBMSERV_MAILDIR": str(settings.maildir)}
+    result = CliRunner().invoke(main, ["work"], env=env)
+    assert result.exit_code == 0, result.output
+    subjects = [m["Subject"] for m in read_maildir(settings.maildir)]
+    assert "Nag: Honeydonuts Board 101 bob" in subjects
+
+
+def test_serve_runs_the_clock(mailer: Mailer, db: Database, settings: Settings) -> None:
+    start(mailer)
+    time_passes(db, 8)
+    server = Server(db, settings, "127.0.0.1", free_port(), send_interval=0.1,
+                    clock_interval=0.1)
+    server.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if any(m["Subject"] == "Nag: Honeydonuts Board 101 bob"
+                   for m in read_maildir(settings.maildir)):
+                break
+            time.sleep(0.05)
+    finally:
+        server.stop()
+    nags = [m for m in read_maildir(settings.maildir)
+            if m["Subject"] == "Nag: Honeydonuts Board 101 bob"]
+    assert len(nags) == 1
