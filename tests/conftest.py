@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import socket
 from collections.abc import Iterator
+from contextlib import contextmanager
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from pathlib import Path
@@ -130,9 +131,9 @@ def read_maildir(maildir: Path) -> list[EmailMessage]:
     return out
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A fresh, migrated PostgreSQL database (needs PBMSERV_TEST_POSTGRES_URL)."""
+@contextmanager
+def postgres_database(migrated: bool) -> Iterator[str]:
+    """A fresh PostgreSQL database (needs PBMSERV_TEST_POSTGRES_URL), dropped after."""
     import os
     import uuid
 
@@ -147,12 +148,27 @@ def pg_url() -> Iterator[str]:
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     url = make_url(base).set(database=name).render_as_string(hide_password=False)
-    database = Database(url)
-    upgrade(database)
-    database.dispose()
+    if migrated:
+        database = Database(url)
+        upgrade(database)
+        database.dispose()
     try:
         yield url
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database (needs PBMSERV_TEST_POSTGRES_URL)."""
+    with postgres_database(migrated=True) as url:
+        yield url
+
+
+@pytest.fixture
+def pg_blank_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database (needs PBMSERV_TEST_POSTGRES_URL)."""
+    with postgres_database(migrated=False) as url:
+        yield url

@@ -2,14 +2,66 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy import select, text
 
 from pbmserv.db.base import Base
+from pbmserv.db.migrate import upgrade
+from pbmserv.db.models import Board
 from pbmserv.db.session import Database
+from pbmserv.db.status import BoardStatus, RequestKind
 
 
 def test_models_and_migrations_agree(db: Database) -> None:
     with db.engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"compare_type": True})
         assert compare_metadata(context, Base.metadata) == []
+
+
+def carry_over_old_boards(url: str) -> None:
+    db = Database(url)
+    upgrade(db, "0003")
+    now = "2026-11-01 10:00:00+00:00" if db.engine.dialect.name == "postgresql" \
+        else "2026-11-01 10:00:00.000000"
+    with db.engine.begin() as conn:
+        conn.execute(text("INSERT INTO users (id, key, userid, password_hash, email, created_at)"
+                          " VALUES (1, 'a', 'a', 'x', 'a@x.org', :t), "
+                          "(2, 'b', 'b', 'x', 'b@x.org', :t)"), {"t": now})
+        for number, finished, offer in ((101, True, None), (102, False, 1)):
+            conn.execute(text(
+                "INSERT INTO boards (game, number, options, position, ply, to_move, finished,"
+                " winner, result, offer_by, created_at, updated_at) VALUES ('honeydonuts', :n,"
+                " '', 'p', 0, 0, :f, NULL, NULL, :o, :t, :t)"),
+                {"n": number, "f": finished, "o": offer, "t": now})
+    upgrade(db)
+    with db.transaction() as s:
+        boards = {b.number: b for b in s.scalars(select(Board))}
+    assert boards[101].status is BoardStatus.FINISHED and boards[101].clock_due_at is None
+    assert boards[102].status is BoardStatus.ACTIVE
+    assert (boards[102].request_kind, boards[102].request_by) == (RequestKind.DRAW, 1)
+    assert boards[102].turn_started_at == boards[102].updated_at
+    assert boards[102].clock_due_at == boards[102].updated_at  # looked at by the clock at once
+    db.dispose()
+
+
+def test_boards_of_an_older_schema_are_carried_over(tmp_path: Path) -> None:
+    carry_over_old_boards(f"sqlite:///{tmp_path / 'old.sqlite3'}")
+
+
+@pytest.mark.postgres
+def test_boards_of_an_older_schema_are_carried_over_on_postgres(pg_blank_url: str) -> None:
+    carry_over_old_boards(pg_blank_url)
+
+
+@pytest.mark.postgres
+def test_models_and_migrations_agree_on_postgres(pg_url: str) -> None:
+    db = Database(pg_url)
+    try:
+        test_models_and_migrations_agree(db)
+    finally:
+        db.dispose()

@@ -43,20 +43,30 @@ def test_readme_walkthrough(port: int, settings: Settings) -> None:
         ("alice@example.org", "honeydonuts challenge alice bob", " "),
         ("alice@example.org", "honeydonuts move 101 alice secret-a a1-b1#1", "Your move, Bob."),
         ("bob@example.org", "honeydonuts move 101 bob secret-b e3-d3#2", " "),
+        ("bob@example.org", "honeydonuts move 101 bob secret-b undo", "Oops, wrong line."),
+        ("alice@example.org", "honeydonuts move 101 alice secret-a accept", " "),
         ("bob@example.org", "honeydonuts moves 101", " "),
-        ("alice@example.org", "honeydonuts resign 101 alice secret-a", " "),
+        ("bob@example.org", "honeydonuts move 101 bob secret-b e3-e2#2", " "),
+        ("alice@example.org", "honeydonuts resign 101 alice secret-a", "Well played."),
     ]
     for sender, subject, body in steps:
         assert swaks(port, sender, subject, body).returncode == 0
     refused = swaks(port, "x@example.org", "help", to="nobody@localhost")
     assert refused.returncode != 0 and "550" in refused.stdout + refused.stderr
     deadline = time.monotonic() + 30
-    while len(read_maildir(settings.maildir)) < 11 and time.monotonic() < deadline:
+    # 10 replies; 7 board mails (challenge, 2 moves, undo asked, granted, 1 move, resign)
+    while len(read_maildir(settings.maildir)) < 17 and time.monotonic() < deadline:
         time.sleep(0.05)
+    time.sleep(0.5)
     mails = read_maildir(settings.maildir)
     subjects = sorted(m["Subject"] for m in mails)
-    assert len(mails) == 11
-    assert subjects.count("Honeydonuts Board 101 Game over") == 2
+    assert len(mails) == 17, subjects
+    assert subjects.count("Honeydonuts Board 101 Game over") == 1
+    assert subjects.count("Honeydonuts Board 101 Game over **") == 1
+    undo = [m for m in mails if m["To"] == "alice@example.org"
+            and "Oops, wrong line." in m.get_content()]
+    assert len(undo) == 1 and "bob asks to take back their last move" in " ".join(
+        undo[0].get_content().split())
     assert "Honeydonuts Board 101 bob **" in subjects
     bob_board = next(m for m in mails if m["Subject"] == "Honeydonuts Board 101 bob **")
     assert "alice writes:\n  Your move, Bob." in bob_board.get_content()

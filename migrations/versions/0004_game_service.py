@@ -68,6 +68,8 @@ def upgrade() -> None:
 
     with op.batch_alter_table("moves", schema=None) as batch_op:
         batch_op.add_column(sa.Column("position", sa.Text(), nullable=True))
+        batch_op.add_column(sa.Column("position_version", sa.Integer(), nullable=False,
+                                      server_default="1"))
         batch_op.add_column(sa.Column("turn_started_at", TZ, nullable=True))
         batch_op.add_column(sa.Column("nags_before", sa.Integer(), nullable=False,
                                       server_default="0"))
@@ -76,6 +78,7 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("automatic", sa.Boolean(), nullable=False,
                                       server_default=sa.false()))
     with op.batch_alter_table("moves", schema=None) as batch_op:
+        batch_op.alter_column("position_version", server_default=None)
         batch_op.alter_column("nags_before", server_default=None)
         batch_op.alter_column("seconds_used", server_default=None)
         batch_op.alter_column("automatic", server_default=None)
@@ -182,7 +185,7 @@ def downgrade() -> None:
         op.drop_table(table)
     with op.batch_alter_table("moves", schema=None) as batch_op:
         for column in ("automatic", "seconds_used", "nags_before", "turn_started_at",
-                       "position"):
+                       "position_version", "position"):
             batch_op.drop_column(column)
     with op.batch_alter_table("board_players", schema=None) as batch_op:
         batch_op.drop_column("time_used")

@@ -112,6 +112,7 @@ class Move(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     #: the position after the move (None for moves stored before it was kept)
     position: Mapped[str | None] = mapped_column(Text, default=None)
+    position_version: Mapped[int] = mapped_column(default=1)
     #: the clock as it stood before the move, so that an undo restores it exactly
     turn_started_at: Mapped[datetime | None] = mapped_column(default=None)
     nags_before: Mapped[int] = mapped_column(default=0)
