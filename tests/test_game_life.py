@@ -138,14 +138,15 @@ def test_queued_moves_are_checked_when_queued(mailer: Mailer) -> None:
         mailer.reply("honeydonuts queue 101 alice pw-alice clear"))
 
 
-def test_queued_moves_chain_between_both_players(mailer: Mailer, db: Database) -> None:
+def test_an_undo_clears_the_queues(mailer: Mailer) -> None:
     start(mailer)
     move(mailer, "alice", "a1-a2")
-    mailer.reply("honeydonuts queue 101 alice pw-alice e1-e2 a1-b1")
-    move(mailer, "bob", "e3-e2")  # bob's queue waits for a1-b1... which alice never plays
+    move(mailer, "bob", "e1-e2")
     mailer.reply("honeydonuts queue 101 bob pw-bob a1-b1 e3-d3")
-    # nothing fired: alice's queue waited for e1-e2 and was cleared by e3-e2
-    assert board_row(db).ply == 2
+    move(mailer, "bob", "undo")
+    out = move(mailer, "alice", "accept")
+    assert "Your queued moves were cleared: a move was taken back." in flat(
+        to(out, "bob").body)
 
 
 # -- watching, notices, chat ----------------------------------------------------------------

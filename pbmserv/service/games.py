@@ -335,6 +335,9 @@ class GameService:
         board.turn_started_at = self.now - (move.created_at - started)
         board.nags_sent = move.nags_before
         self._player(board, move.seat).time_used -= move.seconds_used
+        for seat in sorted({q.seat for q in self.session.scalars(
+                select(QueuedMove).where(QueuedMove.board_id == board.id))}):
+            self._record(QueueCleared(board.id, seat, None, None))
         self._clear_queues(board, None)
         self.session.delete(move)
         self.session.flush()
