@@ -218,7 +218,8 @@ class GameService:
         self.session.add(Move(
             board_id=board.id, ply=board.ply + 1, seat=seat, notation=notation,
             comment=comment, created_at=self.now, position=engine.serialize(position),
-            position_version=engine.position_version, turn_started_at=board.turn_started_at, nags_before=board.nags_sent,
+            position_version=engine.position_version,
+            turn_started_at=board.turn_started_at, nags_before=board.nags_sent,
             seconds_used=int(used.total_seconds()), automatic=automatic,
         ))
         board.ply += 1
