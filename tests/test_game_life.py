@@ -64,7 +64,14 @@ def test_undo_by_consent_restores_the_exact_position(mailer: Mailer, db: Databas
         assert list(s.scalars(select(Move.notation))) == ["a1-a2"]
         assert {p.seat: p.time_used for p in s.scalars(select(BoardPlayer))} == time_before
     assert "1. a1-a2\n" in to(out, "bob").body.replace("                  ", "")
-    assert "There is no move" not in move(mailer, "bob", "e3-e2#2")[0].body
+    # a second undo in a row: the position before is found by replaying the moves
+    move(mailer, "alice", "undo")
+    move(mailer, "bob", "accept")
+    start_pos = board_row(db)
+    assert (start_pos.ply, start_pos.to_move) == (0, 0)
+    engine = get_engine("honeydonuts")
+    assert engine is not None and start_pos.position == engine.serialize(engine.new())
+    assert "has been played" in move(mailer, "alice", "a1-b1#1")[0].body
 
 
 def test_undo_keeps_repetition_state(mailer: Mailer, db: Database) -> None:

@@ -23,6 +23,8 @@ def upgrade() -> None:
     with op.batch_alter_table("boards", schema=None) as batch_op:
         batch_op.add_column(sa.Column("position_version", sa.Integer(), nullable=False,
                                       server_default="1"))
+        batch_op.add_column(sa.Column("previous_position", sa.Text(), nullable=True))
+        batch_op.add_column(sa.Column("previous_version", sa.Integer(), nullable=True))
         batch_op.add_column(sa.Column("status", sa.String(length=16), nullable=False,
                                       server_default="active"))
         batch_op.add_column(sa.Column("termination", sa.String(length=16), nullable=True))
@@ -67,9 +69,6 @@ def upgrade() -> None:
         batch_op.alter_column("time_used", server_default=None)
 
     with op.batch_alter_table("moves", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("position", sa.Text(), nullable=True))
-        batch_op.add_column(sa.Column("position_version", sa.Integer(), nullable=False,
-                                      server_default="1"))
         batch_op.add_column(sa.Column("turn_started_at", TZ, nullable=True))
         batch_op.add_column(sa.Column("nags_before", sa.Integer(), nullable=False,
                                       server_default="0"))
@@ -78,7 +77,6 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("automatic", sa.Boolean(), nullable=False,
                                       server_default=sa.false()))
     with op.batch_alter_table("moves", schema=None) as batch_op:
-        batch_op.alter_column("position_version", server_default=None)
         batch_op.alter_column("nags_before", server_default=None)
         batch_op.alter_column("seconds_used", server_default=None)
         batch_op.alter_column("automatic", server_default=None)
@@ -184,8 +182,7 @@ def downgrade() -> None:
                   "challenge_policies", "game_notify", "subscriptions", "board_events"):
         op.drop_table(table)
     with op.batch_alter_table("moves", schema=None) as batch_op:
-        for column in ("automatic", "seconds_used", "nags_before", "turn_started_at",
-                       "position_version", "position"):
+        for column in ("automatic", "seconds_used", "nags_before", "turn_started_at"):
             batch_op.drop_column(column)
     with op.batch_alter_table("board_players", schema=None) as batch_op:
         batch_op.drop_column("time_used")
@@ -203,5 +200,5 @@ def downgrade() -> None:
         batch_op.drop_index("ix_boards_status_clock_due_at")
         for column in ("clock_due_at", "nags_sent", "turn_started_at", "forfeit_days",
                        "nag_days", "request_by", "request_kind", "termination", "status",
-                       "position_version"):
+                       "previous_version", "previous_position", "position_version"):
             batch_op.drop_column(column)

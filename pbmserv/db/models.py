@@ -46,6 +46,9 @@ class Board(Base):
     #: the engine's serialised position after the last move, in format position_version
     position: Mapped[str] = mapped_column(Text)
     position_version: Mapped[int] = mapped_column(default=1)
+    #: the position before the last move (what an undo returns to), if known
+    previous_position: Mapped[str | None] = mapped_column(Text, default=None)
+    previous_version: Mapped[int | None] = mapped_column(default=None)
     ply: Mapped[int] = mapped_column(default=0)
     to_move: Mapped[int] = mapped_column(default=0)
     status: Mapped[BoardStatus] = mapped_column(StrEnumType(BoardStatus),
@@ -110,9 +113,6 @@ class Move(Base):
     notation: Mapped[str] = mapped_column(String(200))
     comment: Mapped[str | None] = mapped_column(Text, default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    #: the position after the move (None for moves stored before it was kept)
-    position: Mapped[str | None] = mapped_column(Text, default=None)
-    position_version: Mapped[int] = mapped_column(default=1)
     #: the clock as it stood before the move, so that an undo restores it exactly
     turn_started_at: Mapped[datetime | None] = mapped_column(default=None)
     nags_before: Mapped[int] = mapped_column(default=0)

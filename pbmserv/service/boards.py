@@ -62,11 +62,11 @@ def position_at(session: Session, engine: AnyEngine, board: Board, ply: int) -> 
         raise PlayerError(f"board {board.number} has moves 1 to {board.ply}; there is no #{ply}")
     if ply == 0:
         return start_position(engine, board)
-    stored = session.execute(select(Move.position, Move.position_version)
-                             .where(Move.board_id == board.id, Move.ply == ply)).one_or_none()
-    if stored is not None and stored.position is not None:
-        return engine.load(stored.position, stored.position_version)
-    # a move stored before positions were kept with moves: replay up to it
+    if ply == board.ply:
+        return position_of(engine, board)
+    if ply == board.ply - 1 and board.previous_position is not None:
+        return engine.load(board.previous_position, board.previous_version or 1)
+    # further back: replay up to it
     notations = session.scalars(select(Move.notation).where(Move.board_id == board.id,
                                                             Move.ply <= ply)
                                 .order_by(Move.ply))

@@ -217,12 +217,12 @@ class GameService:
         used = clock.idle(self.session, board, self.now)
         self.session.add(Move(
             board_id=board.id, ply=board.ply + 1, seat=seat, notation=notation,
-            comment=comment, created_at=self.now, position=engine.serialize(position),
-            position_version=engine.position_version,
+            comment=comment, created_at=self.now,
             turn_started_at=board.turn_started_at, nags_before=board.nags_sent,
             seconds_used=int(used.total_seconds()), automatic=automatic,
         ))
         board.ply += 1
+        board.previous_position, board.previous_version = board.position, board.position_version
         board.position = engine.serialize(position)
         board.position_version = engine.position_version
         board.to_move = engine.to_move(position)
@@ -327,6 +327,7 @@ class GameService:
         move = last_move(self.session, board)
         assert move is not None
         previous = position_at(self.session, engine, board, board.ply - 1)
+        board.previous_position = board.previous_version = None  # known again by replay only
         board.position = engine.serialize(previous)
         board.position_version = engine.position_version
         board.ply -= 1
