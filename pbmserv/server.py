@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pbmserv.config import Settings
 from pbmserv.db.session import Database
 from pbmserv.intake.smtp import IntakeHandler, make_controller
+from pbmserv.intake.writer import IntakeWriter
 from pbmserv.processing import process_pending
 from pbmserv.sender.delivery import Sender
 from pbmserv.timers import run_clocks
@@ -57,8 +58,9 @@ class Server:
         self.sender = Worker("sender", sender.send_due, send_interval)
         self.processor = Worker("processor", self._process, 5.0)
         self.clock = Worker("clock", self._clock, clock_interval)
-        handler = IntakeHandler(db, settings, on_stored=lambda _id: self.processor.wakeup.set())
-        self.controller = make_controller(handler, host, port, settings)
+        self.writer = IntakeWriter(db, on_stored=lambda _ids: self.processor.wakeup.set())
+        self.controller = make_controller(IntakeHandler(self.writer, settings), host, port,
+                                          settings)
 
     def _process(self) -> int:
         done = process_pending(self.db, self.settings)
@@ -73,6 +75,7 @@ class Server:
         return done
 
     def start(self) -> None:
+        self.writer.start()
         self.processor.start()
         self.sender.start()
         self.clock.start()
@@ -82,6 +85,7 @@ class Server:
 
     def stop(self) -> None:
         self.controller.stop()
+        self.writer.stop()
         self.processor.stop()
         self.clock.stop()
         self.sender.stop()

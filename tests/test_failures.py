@@ -41,7 +41,7 @@ def test_failed_mail_is_kept_and_replayed(mailer: Mailer, db: Database, settings
 
 def test_failed_mail_is_marked_without_parsing_again_and_blocks_nothing(
         db: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    import pbmserv.processing as processing
+    import pbmserv.processing.batches as processing
     from pbmserv.intake.store import store_message
     from pbmserv.mail.parse import parse_message
     from tests.conftest import make_mail

@@ -146,9 +146,9 @@ def test_backoff_grows_and_is_capped() -> None:
 def test_leased_row_is_not_sent_by_a_second_sender(db: Database, settings: Settings) -> None:
     rid = queue(db, settings)
     sender = Sender(db, settings)
-    claimed = sender._claim(10)
+    _, claimed = sender._claim(10)
     assert [r.id for r in claimed] == [rid]
-    assert Sender(db, settings)._claim(10) == []
+    assert Sender(db, settings)._claim(10)[1] == []
     with db.transaction() as s:
         assert s.scalar(select(OutboxMessage.status)) == "pending"
 
@@ -170,6 +170,7 @@ def test_two_senders_and_a_slow_relay_send_every_mail_once(
     # a lease shorter than a batch takes to send: each mail's lease is renewed just
     # before it goes, and its result recorded at once, so nobody sends it again
     monkeypatch.setattr(send, "LEASE", timedelta(seconds=0.5))
+    monkeypatch.setattr(send, "SEND_LEASE", timedelta(seconds=0.5))
     monkeypatch.setattr(send, "BATCH", 8)
     sink = SlowSink(0.1)
     port = free_port()

@@ -175,9 +175,18 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_vacations")),
     )
     op.create_index(op.f("ix_vacations_user_id"), "vacations", ["user_id"])
+    with op.batch_alter_table("inbound_messages", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("sender", sa.String(length=320), nullable=False,
+                                      server_default=""))
+    with op.batch_alter_table("inbound_messages", schema=None) as batch_op:
+        batch_op.alter_column("sender", server_default=None)
+        batch_op.create_index("ix_inbound_messages_status_sender", ["status", "sender"])
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("inbound_messages", schema=None) as batch_op:
+        batch_op.drop_index("ix_inbound_messages_status_sender")
+        batch_op.drop_column("sender")
     for table in ("vacations", "queued_moves", "seeks", "challenge_rules",
                   "challenge_policies", "game_notify", "subscriptions", "board_events"):
         op.drop_table(table)

@@ -225,11 +225,14 @@ class InboundMessage(Base):
     """A mail exactly as it arrived, stored before it is acknowledged."""
 
     __tablename__ = "inbound_messages"
-    __table_args__ = (Index("ix_inbound_messages_status", "status"),)
+    __table_args__ = (Index("ix_inbound_messages_status", "status"),
+                      Index("ix_inbound_messages_status_sender", "status", "sender"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
     envelope_from: Mapped[str] = mapped_column(String(320), default="")
+    #: who wrote it (From, else the envelope): a sender's mails are processed in order
+    sender: Mapped[str] = mapped_column(String(320), default="")
     #: sender + Message-ID; unique, so a redelivered mail is stored (and applied) once
     dedupe_key: Mapped[str | None] = mapped_column(String(1000), unique=True, default=None)
     raw: Mapped[bytes] = mapped_column(LargeBinary)

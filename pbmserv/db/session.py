@@ -1,9 +1,17 @@
-"""One engine and session factory per database URL."""
+"""One engine and session factory per database URL.
+
+On SQLite only one connection may write at a time.  Within a process, writers take
+turns at a gate (``WriteGate``) before they take SQLite's lock, so they never sleep
+in SQLite's busy handler, and a writer that holds a sender's acknowledgement up
+(the intake) goes before the others.  Across processes SQLite's busy timeout still
+makes writers queue.  PostgreSQL needs no gate: rows are locked, not the database.
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +55,42 @@ def _sqlite_begin(conn: Any) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+class WriteGate:
+    """One writer at a time in this process; urgent writers go first."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._holder: int | None = None
+        self._urgent = 0
+
+    @contextmanager
+    def hold(self, urgent: bool = False) -> Iterator[None]:
+        me = threading.get_ident()
+        with self._cond:
+            if self._holder == me:
+                raise RuntimeError("a write transaction inside another one in the same thread")
+            if urgent:
+                self._urgent += 1
+            try:
+                while self._holder is not None or (not urgent and self._urgent):
+                    self._cond.wait()
+            finally:
+                if urgent:
+                    self._urgent -= 1
+            self._holder = me
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._holder = None
+                self._cond.notify_all()
+
+    @property
+    def urgent_waiting(self) -> bool:
+        """Whether an urgent writer waits: a long writer should finish up soon."""
+        return self._urgent > 0
+
+
 class Database:
     def __init__(self, url: str) -> None:
         self.url = url
@@ -54,20 +98,35 @@ class Database:
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         self.read_sessions = sessionmaker(self.engine.execution_options(**{READ_ONLY: True}),
                                           expire_on_commit=False)
+        self.gate = WriteGate() if self.is_sqlite else None
 
     @property
     def is_sqlite(self) -> bool:
         return self.engine.dialect.name == "sqlite"
 
+    @property
+    def is_postgres(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
+
+    @property
+    def urgent_waiting(self) -> bool:
+        return self.gate is not None and self.gate.urgent_waiting
+
     @contextmanager
-    def transaction(self) -> Iterator[Session]:
-        """A session whose work commits on success and rolls back on any error."""
-        session = self.sessions()
-        try:
-            with session.begin():
-                yield session
-        finally:
-            session.close()
+    def transaction(self, *, urgent: bool = False) -> Iterator[Session]:
+        """A session whose work commits on success and rolls back on any error.
+
+        ``urgent``: someone waits for this write (an SMTP acknowledgement); on SQLite
+        it goes before the other writers of this process.
+        """
+        gate = self.gate.hold(urgent) if self.gate is not None else nullcontext()
+        with gate:
+            session = self.sessions()
+            try:
+                with session.begin():
+                    yield session
+            finally:
+                session.close()
 
     @contextmanager
     def reading(self) -> Iterator[Session]:

@@ -1,18 +1,18 @@
-"""The SMTP edge: refuse what is not ours, store what is, then answer 250."""
+"""The SMTP edge: refuse what is not ours, store what is, then answer 250.
+
+Storing is the intake writer's (group commit); a session waits for its mail's commit."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from pbmserv.config import Settings
-from pbmserv.db.session import Database
-from pbmserv.intake.store import store_message
+from pbmserv.intake.writer import IntakeWriter, Pending
 
 log = logging.getLogger(__name__)
 
@@ -26,11 +26,9 @@ STORE_FAILED = "451 4.3.0 Could not store the message; please try again later"
 class IntakeHandler:
     """aiosmtpd handler: only the hooks it needs."""
 
-    def __init__(self, db: Database, settings: Settings,
-                 on_stored: Callable[[int], None] = lambda _id: None) -> None:
-        self.db = db
+    def __init__(self, writer: IntakeWriter, settings: Settings) -> None:
+        self.writer = writer
         self.settings = settings
-        self.on_stored = on_stored
 
     async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,
                           address: str, rcpt_options: list[str]) -> str:
@@ -44,17 +42,24 @@ class IntakeHandler:
         if isinstance(raw, str):
             raw = raw.encode("utf-8", "surrogateescape")
         loop = asyncio.get_running_loop()
+        answer: asyncio.Future[int | None] = loop.create_future()
+
+        def done(stored: int | None, error: BaseException | None) -> None:
+            def settle() -> None:
+                if answer.done():
+                    return
+                if error is None:
+                    answer.set_result(stored)
+                else:
+                    answer.set_exception(error)
+            loop.call_soon_threadsafe(settle)
+
+        self.writer.submit(Pending(bytes(raw), envelope.mail_from or "<>", done))
         try:
-            stored = await loop.run_in_executor(
-                None, store_message, self.db, bytes(raw), envelope.mail_from or "<>"
-            )
+            stored = await answer
         except Exception:
-            log.exception("could not store a message")
             return STORE_FAILED
-        if stored is None:
-            return OK_DUPLICATE
-        self.on_stored(stored)
-        return OK_STORED
+        return OK_DUPLICATE if stored is None else OK_STORED
 
 
 def make_controller(handler: IntakeHandler, host: str, port: int,

@@ -1,16 +1,21 @@
 """The durable raw store: a mail is committed here before anyone acknowledges it.
 
-Only the raw bytes (a blob) and two short, cleaned strings are stored, so no mail,
+Only the raw bytes (a blob) and a few short, cleaned strings are stored, so no mail,
 however hostile (NUL bytes in the envelope or headers, odd encodings), can make the
-store fail for good and have the sending MTA retry for days.
+store fail for good and have the sending MTA retry for days.  ``store_batch`` stores
+many mails in one transaction: one commit (one fsync) for all of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from email.parser import BytesHeaderParser
 from email.policy import compat32
+from typing import Any
 
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import insert
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
 
 from pbmserv.db.models import InboundMessage
 from pbmserv.db.session import Database
@@ -26,30 +31,53 @@ def clean_envelope(envelope_from: str) -> str:
     return clean_line(envelope_from, MAX_ENVELOPE * 4).replace(" ", "")[:MAX_ENVELOPE]
 
 
-def dedupe_key(raw: bytes, envelope_from: str) -> str | None:
-    """Sender and Message-ID: the same pair twice is one mail delivered twice."""
+def identify(raw: bytes, envelope: str) -> tuple[str, str | None]:
+    """The sender's address, and the dedupe key (sender + Message-ID; the same pair
+    twice is one mail delivered twice), read from the headers alone."""
     try:
         head = raw[:MAX_HEADER_BYTES].split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
         headers = BytesHeaderParser(policy=compat32).parsebytes(head)
         message_id = header(headers, "Message-ID")
-        sender = address_of(header(headers, "From")) or envelope_from.lower()
+        sender = address_of(header(headers, "From")) or address_of(envelope)
     except Exception:
-        return None
+        return address_of(envelope), None
     if not message_id:
-        return None
-    return f"{sender} {message_id}"[:1000]
+        return sender, None
+    return sender, f"{sender or envelope.lower()} {message_id}"[:1000]
+
+
+def dedupe_key(raw: bytes, envelope_from: str) -> str | None:
+    return identify(raw, clean_envelope(envelope_from))[1]
+
+
+def _insert(session: Session, values: dict[str, Any]) -> int | None:
+    dialect = session.get_bind().dialect.name
+    stmt: Any
+    if dialect == "sqlite":
+        stmt = sqlite.insert(InboundMessage).on_conflict_do_nothing(
+            index_elements=["dedupe_key"])
+    elif dialect == "postgresql":
+        stmt = postgresql.insert(InboundMessage).on_conflict_do_nothing(
+            index_elements=["dedupe_key"])
+    else:  # pragma: no cover - the two databases pbmserv runs on are handled above
+        stmt = insert(InboundMessage)
+    row = session.execute(stmt.values(**values).returning(InboundMessage.id)).first()
+    return None if row is None else int(row[0])
+
+
+def store_batch(db: Database, mails: Sequence[tuple[bytes, str]]) -> list[int | None]:
+    """Commit many raw mails at once; for each, its id, or None if it was stored
+    before (a redelivery: the same sender and Message-ID)."""
+    rows = []
+    for raw, envelope_from in mails:
+        envelope = clean_envelope(envelope_from)
+        sender, key = identify(raw, envelope)
+        rows.append({"raw": raw, "envelope_from": envelope, "sender": sender[:320],
+                     "dedupe_key": key})
+    with db.transaction(urgent=True) as session:
+        return [_insert(session, values) for values in rows]
 
 
 def store_message(db: Database, raw: bytes, envelope_from: str = "") -> int | None:
-    """Commit the raw mail; returns its id, or None if it was stored before (a redelivery)."""
-    envelope = clean_envelope(envelope_from)
-    row = InboundMessage(raw=raw, envelope_from=envelope, dedupe_key=dedupe_key(raw, envelope))
-    try:
-        with db.transaction() as session:
-            session.add(row)
-            session.flush()
-            return row.id
-    except IntegrityError:
-        if row.dedupe_key is None:
-            raise
-        return None
+    """Commit one raw mail; returns its id, or None if it was stored before."""
+    return store_batch(db, [(raw, envelope_from)])[0]

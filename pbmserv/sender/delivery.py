@@ -1,14 +1,19 @@
 """Delivering the outbox: to the relay when one is set, else into a Maildir.
 
-Rows are leased before sending, in the name of one sender run, so that no other
-sender (another thread, ``pbmserv work``, another host) takes them meanwhile:
+Rows are leased before sending, in the name of one claim of one sender, so that no
+other sender (another thread, ``pbmserv work``, another process or host) takes them
+meanwhile.  A claim is one statement (on PostgreSQL with ``SKIP LOCKED``, so senders
+never wait for each other) and leases a batch for half a minute:
 
-- Into a Maildir, a batch is leased, written and recorded together; a file's name
-  comes from its row, so even a lease that ran out could only rewrite the same file.
-- To a relay, each mail's lease is renewed just before it is sent and its result
-  recorded as soon as it is known, in one transaction with the next mail's renewal.
-  A lease (5 minutes) outlasts any single send, so a mail that went out is never
-  sent again by anyone while nothing crashed; a crash mid-send may repeat that one.
+- Into a Maildir, a batch is written and recorded together, in one statement; a
+  file's name comes from its row, so even a lease that ran out could only rewrite
+  the same file.
+- To a relay, each mail's lease is renewed (for two minutes, longer than one send
+  can take) just before it is sent, and its result recorded as soon as it is known,
+  in one transaction with the next mail's renewal.  A mail whose claim ran out
+  before its turn is left to whoever claimed it since.  So a mail that went out is
+  never sent again by anyone while nothing crashed; a crash mid-send may repeat the
+  one being sent.
 
 A relay that cannot be reached charges no mail with a back-off: the mails stay due,
 the sender probes the relay every few seconds, and the backlog goes out as soon as
@@ -17,16 +22,11 @@ it answers.  Only the relay's answer to one mail (4xx) delays that mail.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-import socket
 import time
 import uuid
 from datetime import timedelta
-from email.message import EmailMessage
-from email.utils import format_datetime, formataddr
-from pathlib import Path
+from itertools import count
 from typing import Any
 
 from sqlalchemy import select, update
@@ -37,7 +37,8 @@ from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.db.status import OutboxStatus
-from pbmserv.mail.parse import LOOP_HEADER
+from pbmserv.sender.maildir import deliver_all
+from pbmserv.sender.message import message_bytes
 from pbmserv.sender.relay import (
     PermanentFailure,
     RelayConnection,
@@ -47,10 +48,12 @@ from pbmserv.sender.relay import (
 )
 
 log = logging.getLogger(__name__)
-#: how long a leased row is left alone; longer than any one send can take
-LEASE = timedelta(minutes=5)
-#: rows leased together
-BATCH = 20
+#: how long a claimed row is left alone before it is due again for anyone
+LEASE = timedelta(seconds=30)
+#: a relay mail's lease, renewed just before it is sent: longer than one send takes
+SEND_LEASE = timedelta(minutes=2)
+#: rows claimed together
+BATCH = 100
 MAX_BACKOFF = 3600
 #: how often an unreachable relay is tried again
 PROBE_EVERY = 2.0
@@ -60,42 +63,9 @@ def backoff_seconds(attempts: int) -> int:
     return int(min(30 * 2 ** max(attempts - 1, 0), MAX_BACKOFF))
 
 
-def build_message(settings: Settings, row: OutboxMessage) -> EmailMessage:
-    msg = EmailMessage()
-    msg["From"] = formataddr((settings.server_name, settings.address))
-    msg["To"] = row.to_addr
-    msg["Subject"] = row.subject
-    msg["Date"] = format_datetime(row.created_at)
-    msg["Message-ID"] = row.message_id
-    if row.in_reply_to:
-        msg["In-Reply-To"] = row.in_reply_to
-        msg["References"] = row.in_reply_to
-        msg["Auto-Submitted"] = "auto-replied"
-    else:
-        msg["Auto-Submitted"] = "auto-generated"
-    msg[LOOP_HEADER] = settings.domain
-    cte = "7bit" if row.body.isascii() else "quoted-printable"
-    msg.set_content(row.body, charset="utf-8", cte=cte)
-    return msg
-
-
-def deliver_maildir(maildir: Path, row: OutboxMessage, data: bytes) -> Path:
-    for sub in ("tmp", "new", "cur"):
-        (maildir / sub).mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha1(row.message_id.encode()).hexdigest()[:16]
-    name = f"{int(row.created_at.timestamp())}.{row.id}_{digest}.{socket.gethostname()}"
-    tmp = maildir / "tmp" / name
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    final = maildir / "new" / name
-    os.replace(tmp, final)
-    return final
-
-
 def _sent() -> dict[str, Any]:
-    return {"status": OutboxStatus.SENT, "sent_at": utcnow(), "last_error": None, "leased_by": None}
+    return {"status": OutboxStatus.SENT, "sent_at": utcnow(), "last_error": None,
+            "leased_by": None}
 
 
 def _deferred(row: OutboxMessage, error: str) -> dict[str, Any]:
@@ -114,51 +84,53 @@ class Sender:
     def __init__(self, db: Database, settings: Settings) -> None:
         self.db = db
         self.settings = settings
-        #: this sender's name on the rows it leases
-        self.token = uuid.uuid4().hex
+        self._name = uuid.uuid4().hex[:24]
+        self._claims = count(1)
         self.relay_down = False
         self._next_probe = 0.0
 
     # -- leases -----------------------------------------------------------------------
-    def _claim(self, limit: int) -> list[OutboxMessage]:
-        """Lease up to ``limit`` due rows, so that no other sender takes them."""
+    def _claim(self, limit: int) -> tuple[str, list[OutboxMessage]]:
+        """Lease up to ``limit`` due rows for a new claim; returns its token and rows."""
+        token = f"{self._name}:{next(self._claims)}"
         now = utcnow()
-        claimed = []
+        due = (select(OutboxMessage.id)
+               .where(OutboxMessage.status == OutboxStatus.PENDING,
+                      OutboxMessage.next_attempt_at <= now)
+               .order_by(OutboxMessage.id).limit(limit))
+        if self.db.is_postgres:
+            due = due.with_for_update(skip_locked=True)
         with self.db.transaction() as session:
-            for row in session.scalars(
-                select(OutboxMessage)
-                .where(OutboxMessage.status == OutboxStatus.PENDING,
-                       OutboxMessage.next_attempt_at <= now)
-                .order_by(OutboxMessage.id).limit(limit)
-            ):
-                got = session.execute(
-                    update(OutboxMessage)
-                    .where(OutboxMessage.id == row.id, OutboxMessage.status == OutboxStatus.PENDING,
-                           OutboxMessage.next_attempt_at <= now)
-                    .values(next_attempt_at=now + LEASE, leased_by=self.token)
-                ).rowcount  # type: ignore[attr-defined]
-                if got:
-                    claimed.append(row)
-        return claimed
+            session.execute(
+                update(OutboxMessage).where(OutboxMessage.id.in_(due.scalar_subquery()))
+                .values(next_attempt_at=now + LEASE, leased_by=token)
+                .execution_options(synchronize_session=False)
+            )
+            rows = list(session.scalars(
+                select(OutboxMessage).where(OutboxMessage.leased_by == token)
+                .order_by(OutboxMessage.id)))
+        return token, rows
 
-    def _record(self, session: Session, row_id: int, values: dict[str, Any],
-                *, charged: bool = True) -> None:
+    def _record(self, session: Session, token: str, row_ids: list[int],
+                values: dict[str, Any], *, charged: bool = True) -> None:
         attempts = {"attempts": OutboxMessage.attempts + 1} if charged else {}
         session.execute(
             update(OutboxMessage)
-            .where(OutboxMessage.id == row_id, OutboxMessage.leased_by == self.token)
+            .where(OutboxMessage.id.in_(row_ids), OutboxMessage.leased_by == token)
             .values(**values, **attempts)
+            .execution_options(synchronize_session=False)
         )
 
-    def _renew(self, session: Session, row_id: int) -> bool:
+    def _renew(self, session: Session, token: str, row_id: int) -> bool:
         return bool(session.execute(
             update(OutboxMessage)
-            .where(OutboxMessage.id == row_id, OutboxMessage.leased_by == self.token,
+            .where(OutboxMessage.id == row_id, OutboxMessage.leased_by == token,
                    OutboxMessage.status == OutboxStatus.PENDING)
-            .values(next_attempt_at=utcnow() + LEASE)
+            .values(next_attempt_at=utcnow() + SEND_LEASE)
+            .execution_options(synchronize_session=False)
         ).rowcount)  # type: ignore[attr-defined]
 
-    def _release(self, rows: list[OutboxMessage]) -> None:
+    def _release(self, token: str, rows: list[OutboxMessage]) -> None:
         """Give rows back untried: due again at once, for any sender."""
         if not rows:
             return
@@ -166,12 +138,13 @@ class Sender:
             session.execute(
                 update(OutboxMessage)
                 .where(OutboxMessage.id.in_([r.id for r in rows]),
-                       OutboxMessage.leased_by == self.token)
+                       OutboxMessage.leased_by == token)
                 .values(leased_by=None, next_attempt_at=utcnow())
+                .execution_options(synchronize_session=False)
             )
 
     # -- sending ----------------------------------------------------------------------
-    def send_due(self, limit: int = 1000) -> int:
+    def send_due(self, limit: int = 10_000) -> int:
         """Send due messages, a batch at a time (each tried once, at most ``limit``);
         returns how many went out."""
         relay = self.settings.relay
@@ -185,50 +158,53 @@ class Sender:
             self.relay_down = False
         sent = tried = 0
         while tried < limit and not self.relay_down:
-            rows = self._claim(min(BATCH, limit - tried))
+            token, rows = self._claim(min(BATCH, limit - tried))
             if not rows:
                 break
             tried += len(rows)
-            sent += self._to_maildir(rows) if relay is None else self._to_relay(relay, rows)
+            if relay is None:
+                sent += self._to_maildir(token, rows)
+            else:
+                sent += self._to_relay(relay, token, rows)
         return sent
 
-    def _to_maildir(self, rows: list[OutboxMessage]) -> int:
-        results = []
-        for row in rows:
-            try:
-                data = build_message(self.settings, row).as_bytes()
-                deliver_maildir(self.settings.maildir, row, data)
-                results.append((row.id, _sent()))
-            except Exception as exc:
-                results.append((row.id, _deferred(row, f"{type(exc).__name__}: {exc}")))
+    def _to_maildir(self, token: str, rows: list[OutboxMessage]) -> int:
+        errors = deliver_all(self.settings.maildir,
+                             [(row, message_bytes(self.settings, row)) for row in rows])
+        done = [row.id for row, error in zip(rows, errors, strict=True) if error is None]
         with self.db.transaction() as session:
-            for row_id, values in results:
-                self._record(session, row_id, values)
-        return sum(values.get("status") is OutboxStatus.SENT for _, values in results)
+            if done:
+                self._record(session, token, done, _sent())
+            for row, error in zip(rows, errors, strict=True):
+                if error is not None:
+                    self._record(session, token, [row.id], _deferred(row, error))
+        for row in rows:
+            log.debug("outbox %s written to the Maildir for %s", row.id, row.to_addr)
+        return len(done)
 
-    def _to_relay(self, relay: tuple[str, int], rows: list[OutboxMessage]) -> int:
+    def _to_relay(self, relay: tuple[str, int], token: str, rows: list[OutboxMessage]) -> int:
         sent = 0
         pending: tuple[int, dict[str, Any]] | None = None  # a result not yet recorded
         with RelayConnection(relay, self.settings.address) as connection:
             for i, row in enumerate(rows):
                 with self.db.transaction() as session:
                     if pending is not None:
-                        self._record(session, *pending)
+                        self._record(session, token, [pending[0]], pending[1])
                         pending = None
-                    mine = self._renew(session, row.id)
+                    mine = self._renew(session, token, row.id)
                 if not mine:
                     continue
                 try:
-                    connection.send(build_message(self.settings, row), row.to_addr)
+                    connection.send(message_bytes(self.settings, row), row.to_addr)
                 except RelayDown as exc:
                     log.warning("relay %s:%s cannot be reached (%s); probing every %ss",
                                 relay[0], relay[1], exc, PROBE_EVERY)
                     self.relay_down = True
                     self._next_probe = time.monotonic() + PROBE_EVERY
                     with self.db.transaction() as session:
-                        self._record(session, row.id, {"last_error": str(exc)[:2000]},
-                                     charged=False)
-                    self._release(rows[i:])
+                        self._record(session, token, [row.id],
+                                     {"last_error": str(exc)[:2000]}, charged=False)
+                    self._release(token, rows[i:])
                     return sent
                 except PermanentFailure as exc:
                     pending = (row.id, _failed(row, str(exc)))
@@ -240,5 +216,5 @@ class Sender:
                 sent += 1
         if pending is not None:
             with self.db.transaction() as session:
-                self._record(session, *pending)
+                self._record(session, token, [pending[0]], pending[1])
         return sent

@@ -8,7 +8,6 @@ talked to at all: no single mail is to blame, so none is charged with a back-off
 from __future__ import annotations
 
 import smtplib
-from email.message import EmailMessage
 from types import TracebackType
 
 TIMEOUT = 30.0
@@ -52,11 +51,11 @@ class RelayConnection:
         self._smtp = smtp
         return smtp
 
-    def send(self, msg: EmailMessage, to: str) -> None:
+    def send(self, data: bytes, to: str) -> None:
         for attempt in (1, 2):
             smtp = self._smtp or self._open()
             try:
-                smtp.send_message(msg, from_addr=self.sender, to_addrs=[to])
+                smtp.sendmail(self.sender, [to], data)
                 return
             except smtplib.SMTPRecipientsRefused as exc:
                 codes = [code for code, _ in exc.recipients.values()]

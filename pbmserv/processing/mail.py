@@ -1,32 +1,25 @@
-"""Processing stored mail: parse, run its commands, queue the replies.
+"""One parsed mail: run its commands, queue the reply and the mails they call for.
 
-A stored mail is read and parsed first, in a transaction that only reads (on SQLite
-it holds no write lock, so parsing never delays intake).  Its commands then run in
-one write transaction: the board changes and the outbox rows commit together or not
-at all.  A mail whose processing hits a bug is marked ``failed`` in a fresh
-transaction that does not parse it again (kept, with the traceback, for the admin
-to inspect and replay), so it never blocks the mails behind it.
+Everything happens in the caller's transaction (see pbmserv.processing.batches):
+the board changes and the outbox rows commit together or not at all.
 """
 
 from __future__ import annotations
 
 import logging
-import traceback
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from pbmserv.commands import is_command, lookup
+from pbmserv.commands import lookup
 from pbmserv.commands.base import MASK, Command, Context, Invocation, Result, mask_words
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import Board, InboundMessage
-from pbmserv.db.session import Database
+from pbmserv.db.models import Board
 from pbmserv.db.status import InboundStatus
 from pbmserv.games import get_engine
-from pbmserv.mail.parse import ParsedMail, parse_message
+from pbmserv.mail.parse import ParsedMail
 from pbmserv.notifications import Notifier
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.notifications.views import board_summary
@@ -154,95 +147,3 @@ def handle(session: Session, settings: Settings, inbound_id: int,
              ", ".join(" ".join(w for w in s.command.split()[:2] if w != MASK)
                        + ("" if s.ok else " (refused)") for s in sections), queued)
     return InboundStatus.DONE
-
-
-def process_message(db: Database, settings: Settings, inbound_id: int) -> str:
-    """Process one stored message once; returns its status afterwards."""
-    with db.reading() as session:
-        row = session.execute(
-            select(InboundMessage.raw, InboundMessage.envelope_from, InboundMessage.status)
-            .where(InboundMessage.id == inbound_id)
-        ).one_or_none()
-    if row is None or row.status != InboundStatus.NEW:
-        return "skipped"
-    try:
-        mail: ParsedMail | None = parse_message(row.raw, settings.addresses, row.envelope_from,
-                                                is_command)
-    except Exception:  # a bug in the parser: keep the mail; nobody known to tell
-        return mark_failed(db, settings, inbound_id, traceback.format_exc(), None)
-    assert mail is not None
-    last = ""
-    for attempt in range(TRANSIENT_RETRIES):
-        try:
-            with db.transaction() as session:
-                claimed = session.execute(
-                    update(InboundMessage)
-                    .where(InboundMessage.id == inbound_id,
-                           InboundMessage.status == InboundStatus.NEW)
-                    .values(processed_at=utcnow())
-                ).rowcount  # type: ignore[attr-defined]
-                if not claimed:
-                    return "skipped"
-                status = handle(session, settings, inbound_id, mail)
-                session.execute(
-                    update(InboundMessage).where(InboundMessage.id == inbound_id)
-                    .values(status=status,
-                            error=mail.silent_reason or mail.refusal or None)
-                )
-                return status
-        except (OperationalError, IntegrityError) as exc:
-            log.warning("message %s: transient database error (try %d): %s",
-                        inbound_id, attempt + 1, type(exc).__name__)
-            last = traceback.format_exc()
-        except Exception:
-            last = traceback.format_exc()
-            break
-    return mark_failed(db, settings, inbound_id, last, mail)
-
-
-def mark_failed(db: Database, settings: Settings, inbound_id: int, error: str,
-                mail: ParsedMail | None) -> str:
-    """Keep the mail as failed and tell its sender, in a transaction of its own.
-
-    Returns "failed", or "new" if even that could not be written (the mail is then
-    tried again on the next pass; the ones behind it go on meanwhile).
-    """
-    try:
-        with db.transaction() as session:
-            marked = session.execute(
-                update(InboundMessage)
-                .where(InboundMessage.id == inbound_id, InboundMessage.status == InboundStatus.NEW)
-                .values(status=InboundStatus.FAILED, error=error[-8000:], processed_at=utcnow())
-            ).rowcount  # type: ignore[attr-defined]
-            if marked and mail is not None and not mail.silent_reason:
-                queue_mail(session, settings, to=mail.reply_to,
-                           subject="pbmserv: your mail is held for the administrator",
-                           body=render("failed.txt.j2", settings=settings, number=inbound_id),
-                           inbound_id=inbound_id, in_reply_to=mail.message_id)
-    except Exception:
-        log.exception("message %s could not be marked as failed; it stays new", inbound_id)
-        return InboundStatus.NEW
-    log.error("message %s could not be processed; kept as failed", inbound_id)
-    return InboundStatus.FAILED
-
-
-def pending_ids(db: Database, after: int = 0, limit: int = 500) -> list[int]:
-    with db.reading() as session:
-        return list(session.scalars(
-            select(InboundMessage.id)
-            .where(InboundMessage.status == InboundStatus.NEW, InboundMessage.id > after)
-            .order_by(InboundMessage.id).limit(limit)
-        ))
-
-
-def process_pending(db: Database, settings: Settings) -> int:
-    """Process every stored message not yet processed, oldest first, each once per call
-    (one that stays new, because even marking it failed failed, waits for the next)."""
-    done = 0
-    after = 0
-    while ids := pending_ids(db, after):
-        for inbound_id in ids:
-            process_message(db, settings, inbound_id)
-            done += 1
-        after = ids[-1]
-    return done

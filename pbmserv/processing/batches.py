@@ -1,0 +1,225 @@
+"""Processing stored mail in batches, oldest first.
+
+A batch of stored mails is read and parsed first, in a transaction that only reads
+(on SQLite it holds no write lock, so parsing never delays intake).  The batch then
+runs in one write transaction, each mail in a savepoint of its own: a mail that hits
+a bug changes nothing and is set aside, the others commit together (one fsync for
+all).  On SQLite a batch gives way as soon as the intake waits to store mail.
+
+Several processes may work on one PostgreSQL database: each locks the mails it takes
+(``FOR UPDATE SKIP LOCKED``), and takes a mail only if every older unprocessed mail of
+the same sender is its own too, so a sender's mails are applied in the order they
+came.  A mail whose processing fails is marked ``failed`` in a fresh transaction that
+does not parse it again (kept, with the traceback, for the admin to inspect and
+replay), so it never blocks the mails behind it.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import Session
+
+from pbmserv.commands import is_command
+from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
+from pbmserv.db.models import InboundMessage
+from pbmserv.db.session import Database
+from pbmserv.db.status import InboundStatus
+from pbmserv.mail.parse import ParsedMail, parse_message
+from pbmserv.notifications.outbox import queue_mail
+from pbmserv.processing.mail import handle
+from pbmserv.render import render
+
+log = logging.getLogger(__name__)
+#: mails read, parsed and run together
+BATCH = 50
+#: a batch is tried again this often when the database says "not now"
+TRANSIENT_RETRIES = 5
+#: a mail that hits a unique constraint (a race with another process) is run again
+RACE_RETRIES = 3
+
+
+@dataclass
+class Stored:
+    """A stored mail as read for processing: parsed, or why it could not be."""
+
+    id: int
+    sender: str
+    mail: ParsedMail | None
+    error: str = ""
+
+
+def read_pending(db: Database, settings: Settings, after: int,
+                 limit: int = BATCH) -> list[Stored]:
+    """The oldest unprocessed mails after ``after``, parsed (no write lock held)."""
+    with db.reading() as session:
+        rows = session.execute(
+            select(InboundMessage.id, InboundMessage.raw, InboundMessage.envelope_from,
+                   InboundMessage.sender)
+            .where(InboundMessage.status == InboundStatus.NEW, InboundMessage.id > after)
+            .order_by(InboundMessage.id).limit(limit)
+        ).all()
+    out = []
+    for row in rows:
+        try:
+            out.append(Stored(row.id, row.sender, parse_message(
+                row.raw, settings.addresses, row.envelope_from, is_command)))
+        except Exception:  # a bug in the parser: keep the mail; nobody known to tell
+            out.append(Stored(row.id, row.sender, None, traceback.format_exc()))
+    return out
+
+
+def claim(session: Session, db: Database, batch: Sequence[Stored]) -> set[int]:
+    """The mails of ``batch`` this process may run now, in this transaction."""
+    ids = [s.id for s in batch]
+    query = (select(InboundMessage.id, InboundMessage.sender)
+             .where(InboundMessage.id.in_(ids), InboundMessage.status == InboundStatus.NEW)
+             .order_by(InboundMessage.id))
+    if not db.is_postgres:  # one writer at a time: what is new is ours
+        return {row.id for row in session.execute(query)}
+    locked = session.execute(query.with_for_update(skip_locked=True)).all()
+    if not locked:
+        return set()
+    mine = {row.id for row in locked}
+    # every older unprocessed mail of the same sender must be ours too
+    older = session.execute(
+        select(InboundMessage.id, InboundMessage.sender)
+        .where(InboundMessage.status == InboundStatus.NEW,
+               InboundMessage.sender.in_({row.sender for row in locked}),
+               InboundMessage.id < max(mine))
+    ).all()
+    blocked: dict[str, int] = {}
+    for row in older:
+        if row.id not in mine:
+            blocked[row.sender] = min(blocked.get(row.sender, row.id), row.id)
+    return {row.id for row in locked
+            if row.sender not in blocked or row.id < blocked[row.sender]}
+
+
+def run_batch(db: Database, settings: Settings,
+              batch: Sequence[Stored]) -> tuple[list[int], bool]:
+    """Run a batch in one transaction; returns the ids handled (done, ignored or
+    failed) and whether it gave way to the intake before its end.
+
+    Mails not handled (another process holds them or an older mail of their sender,
+    or the batch gave way) stay new for a later pass.
+    """
+    failed: list[tuple[Stored, str]] = []
+    handled: list[int] = []
+    gave_way = False
+    for attempt in range(TRANSIENT_RETRIES):
+        failed, handled, gave_way = [], [], False
+        try:
+            with db.transaction() as session:
+                mine = claim(session, db, batch)
+                now = utcnow()
+                for stored in batch:
+                    if stored.id not in mine:
+                        continue
+                    if handled and db.urgent_waiting:
+                        gave_way = True  # the intake waits: commit what is done
+                        break
+                    if stored.mail is None:
+                        failed.append((stored, stored.error))
+                        handled.append(stored.id)
+                        continue
+                    error = _run_one(session, settings, stored, stored.mail, now)
+                    if error:
+                        failed.append((stored, error))
+                    handled.append(stored.id)
+            break
+        except OperationalError as exc:
+            log.warning("batch of %d: transient database error (try %d): %s",
+                        len(batch), attempt + 1, type(exc).__name__)
+            last = traceback.format_exc()
+            handled = []
+    else:
+        if len(batch) > 1:  # one of them may be to blame: one transaction each
+            return [i for s in batch for i in run_batch(db, settings, [s])[0]], False
+        mark_failed(db, settings, batch[0].id, last, batch[0].mail)
+        return [batch[0].id], False
+    for stored, error in failed:
+        mark_failed(db, settings, stored.id, error, stored.mail)
+    return handled, gave_way
+
+
+def _run_one(session: Session, settings: Settings, stored: Stored, mail: ParsedMail,
+             now: object) -> str:
+    """Run one mail in a savepoint; returns the traceback if it failed, else ""."""
+    for race in range(RACE_RETRIES):
+        try:
+            with session.begin_nested():
+                status = handle(session, settings, stored.id, mail)
+                session.execute(
+                    update(InboundMessage).where(InboundMessage.id == stored.id)
+                    .values(status=status, processed_at=now,
+                            error=mail.silent_reason or mail.refusal or None)
+                )
+            return ""
+        except OperationalError:
+            raise  # the transaction itself is in trouble: the batch is tried again
+        except IntegrityError:
+            # two processes made the same new row (a board number) at once: again
+            if race == RACE_RETRIES - 1:
+                return traceback.format_exc()
+        except Exception:
+            return traceback.format_exc()
+    return ""  # pragma: no cover - the loop always returns
+
+
+def mark_failed(db: Database, settings: Settings, inbound_id: int, error: str,
+                mail: ParsedMail | None) -> str:
+    """Keep the mail as failed and tell its sender, in a transaction of its own.
+
+    Returns "failed", or "new" if even that could not be written (the mail is then
+    tried again on the next pass; the ones behind it go on meanwhile).
+    """
+    try:
+        with db.transaction() as session:
+            marked = session.execute(
+                update(InboundMessage)
+                .where(InboundMessage.id == inbound_id,
+                       InboundMessage.status == InboundStatus.NEW)
+                .values(status=InboundStatus.FAILED, error=error[-8000:],
+                        processed_at=utcnow())
+            ).rowcount  # type: ignore[attr-defined]
+            if marked and mail is not None and not mail.silent_reason:
+                queue_mail(session, settings, to=mail.reply_to,
+                           subject="pbmserv: your mail is held for the administrator",
+                           body=render("failed.txt.j2", settings=settings, number=inbound_id),
+                           inbound_id=inbound_id, in_reply_to=mail.message_id)
+    except Exception:
+        log.exception("message %s could not be marked as failed; it stays new", inbound_id)
+        return InboundStatus.NEW
+    log.error("message %s could not be processed; kept as failed", inbound_id)
+    return InboundStatus.FAILED
+
+
+def process_pending(db: Database, settings: Settings) -> int:
+    """Process every stored message not yet processed, oldest first; returns how many
+    were handled.  One that stays new (held elsewhere, or even marking it failed
+    failed) waits for the next call."""
+    done = 0
+    after = 0
+    while batch := read_pending(db, settings, after):
+        handled, gave_way = run_batch(db, settings, batch)
+        done += len(handled)
+        after = handled[-1] if gave_way else batch[-1].id
+    return done
+
+
+def process_message(db: Database, settings: Settings, inbound_id: int) -> str:
+    """Process one stored message (if still new); returns its status afterwards."""
+    batch = [s for s in read_pending(db, settings, inbound_id - 1, 1) if s.id == inbound_id]
+    if batch:
+        run_batch(db, settings, batch)
+    with db.reading() as session:
+        status = session.scalar(select(InboundMessage.status)
+                                .where(InboundMessage.id == inbound_id))
+    return "skipped" if status is None else str(status)
