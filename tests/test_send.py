@@ -58,9 +58,7 @@ def relay() -> Iterator[tuple[Sink, int]]:
 def queue(db: Database, settings: Settings, to: str = "bob@example.org",
           body: str = "Hello\n") -> int:
     with db.transaction() as s:
-        row = queue_mail(s, settings, to=to, subject="Test", body=body)
-        s.flush()
-        return row.id
+        return queue_mail(s, settings, to=to, subject="Test", body=body)
 
 
 def row(db: Database, row_id: int) -> OutboxMessage:

@@ -63,7 +63,7 @@ class Show(Command):
         number, at = parse_board_ref(ref)
         board = load_board(ctx.session, engine, number)
         if at is None:
-            text = board_summary(ctx.session, engine, board)
+            text = board_summary(ctx.session, engine, board, full=True)
         else:
             text = render(
                 "commands/show_at.txt.j2", engine=engine, board=board, ply=at,

@@ -22,9 +22,9 @@ from pbmserv.config import Settings
 from pbmserv.db.models import Board, GameNotify, User
 from pbmserv.games import AnyEngine
 from pbmserv.notifications.outbox import queue_mail
-from pbmserv.notifications.views import board_subject, board_summary, status_line, subscribers
+from pbmserv.notifications.views import board_subject, board_summary, status_line
 from pbmserv.render import render
-from pbmserv.service.boards import engine_of, player_of
+from pbmserv.service.boards import engine_of, player_of, subscribers
 from pbmserv.service.events import (
     BoardCreated,
     ChatSent,

@@ -1,13 +1,22 @@
-"""Queueing outgoing mail: rows written in the caller's transaction."""
+"""Queueing outgoing mail: rows written in the caller's transaction.
+
+One Core insert each (no ORM object): the outbox is written for every mail the
+server answers, so it is on the hot path.
+"""
 
 from __future__ import annotations
 
 import uuid
 
+from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
+from pbmserv.db.status import OutboxStatus
+
+_INSERT = insert(OutboxMessage)
 
 
 def new_message_id(settings: Settings) -> str:
@@ -15,14 +24,14 @@ def new_message_id(settings: Settings) -> str:
 
 
 def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, body: str,
-               inbound_id: int | None = None, in_reply_to: str | None = None) -> OutboxMessage:
-    row = OutboxMessage(
-        inbound_id=inbound_id,
-        message_id=new_message_id(settings),
-        to_addr=to,
-        subject=subject[:255],
-        body=body,
-        in_reply_to=in_reply_to,
-    )
-    session.add(row)
-    return row
+               inbound_id: int | None = None, in_reply_to: str | None = None) -> int:
+    """Queue one mail; returns its outbox id."""
+    now = utcnow()
+    result = session.connection().execute(_INSERT, {
+        "inbound_id": inbound_id, "created_at": now, "message_id": new_message_id(settings),
+        "to_addr": to, "subject": subject[:255], "body": body, "in_reply_to": in_reply_to,
+        "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now,
+    })
+    key = result.inserted_primary_key
+    assert key is not None
+    return int(key[0])

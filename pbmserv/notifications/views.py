@@ -7,15 +7,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from pbmserv.db.models import Board, Subscription, User
+from pbmserv.db.models import Board, Move
 from pbmserv.db.status import RequestKind
 from pbmserv.games import AnyEngine
 from pbmserv.games.base import Termination
 from pbmserv.render import render
-from pbmserv.service.boards import moves_of, player_of, position_of
+from pbmserv.service.boards import player_of, position_of, subscribers
+
+#: rounds of moves a board mail shows (the latest)
+SHOWN_ROUNDS = 20
+#: where rendered summaries are kept for the session's lifetime
+SUMMARY_CACHE = "pbmserv.summaries"
+_MOVES = (select(Move.ply, Move.notation)
+          .where(Move.board_id == bindparam("board"), Move.ply >= bindparam("first"))
+          .order_by(Move.ply))
 
 
 def status_line(engine: AnyEngine, board: Board) -> str:
@@ -40,30 +48,43 @@ def diagram(engine: AnyEngine, position: Any) -> str:
     return render(engine.board_template(), view=engine.view(position))
 
 
-def subscribers(session: Session, board: Board) -> list[User]:
-    return [s.user for s in session.scalars(
-        select(Subscription).where(Subscription.board_id == board.id))]
-
-
-def board_summary(session: Session, engine: AnyEngine, board: Board) -> str:
-    moves = moves_of(session, board)
+def board_summary(session: Session, engine: AnyEngine, board: Board, *,
+                  full: bool = False) -> str:
+    """The summary of a board as it stands.  Board mails show the latest
+    ``SHOWN_ROUNDS`` rounds of moves (``full``: every move), so a mail costs the same at
+    move 1,000 as at move 10; it is rendered once per state of the board, however many
+    mails carry it."""
+    session.flush()  # the newest move belongs in the list
+    watchers = tuple(u.userid for u in subscribers(session, board))
+    key = (board.ply, board.status, board.request_kind, board.request_by, board.updated_at,
+           watchers, full)
+    cache: dict[int, tuple[Any, str]] = session.info.setdefault(SUMMARY_CACHE, {})
+    cached = cache.get(board.id)
+    if cached is not None and cached[0] == key:
+        return cached[1]
     seats = len(engine.seats)
-    rows = [
-        (i // seats + 1, [m.notation for m in moves[i:i + seats]])
-        for i in range(0, len(moves), seats)
-    ]
-    return render(
+    first = 1 if full else max(1, ((board.ply - 1) // seats - SHOWN_ROUNDS + 1) * seats + 1)
+    moves = session.connection().execute(_MOVES, {"board": board.id, "first": first}).all()
+    rows: list[tuple[int, list[str]]] = []
+    for ply, notation in moves:
+        if (ply - 1) % seats == 0 or not rows:
+            rows.append(((ply - 1) // seats + 1, []))
+        rows[-1][1].append(notation)
+    text = render(
         "summary.txt.j2",
         title=engine.title,
         game=engine.name,
         board=board,
         players=[(engine.seats[p.seat], p.user.userid, p.time_used) for p in board.players],
-        watchers=[u.userid for u in subscribers(session, board)],
+        watchers=watchers,
         status=status_line(engine, board),
         to_move=None if board.finished else player_of(board, board.to_move).userid,
         rows=rows,
+        hidden=first - 1,
         diagram=diagram(engine, position_of(engine, board)),
     )
+    cache[board.id] = (key, text)
+    return text
 
 
 def board_subject(engine: AnyEngine, board: Board, *, new: bool = False,

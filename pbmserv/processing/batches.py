@@ -154,7 +154,9 @@ def _run_one(session: Session, settings: Settings, stored: Stored, mail: ParsedM
     """Run one mail in a savepoint; returns the traceback if it failed, else ""."""
     for race in range(RACE_RETRIES):
         try:
-            with session.begin_nested():
+            # flushed where a query must see what is pending (see views.board_summary),
+            # not before every query: flushing is most of what a move costs
+            with session.begin_nested(), session.no_autoflush:
                 status = handle(session, settings, stored.id, mail)
                 session.execute(
                     update(InboundMessage).where(InboundMessage.id == stored.id)

@@ -6,7 +6,7 @@ import math
 import re
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.base import utcnow
@@ -14,17 +14,18 @@ from pbmserv.db.models import Board, BoardPlayer, GameNotify, Seek, Subscription
 from pbmserv.db.status import BoardStatus, SeekStatus
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.passwords import check_password, hash_password
-from pbmserv.service.throttle import account_key, locked_until, record_success, sender_key
+from pbmserv.service.throttle import account_key, record_success, sender_key, throttled
 
 USERID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}$")
 EMAIL_RE = re.compile(r"^[^@\s<>\"',;:]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$")
 PASSWORD_RE = re.compile(r"^[^\s\"':]{1,128}$")
 
 
+_BY_KEY = select(User).where(User.key == bindparam("key"), User.closed_at.is_(None))
+
+
 def find_user(session: Session, userid: str) -> User | None:
-    return session.scalar(
-        select(User).where(User.key == userid.lower(), User.closed_at.is_(None))
-    )
+    return session.scalar(_BY_KEY, {"key": userid.lower()})
 
 
 def existing_user(session: Session, userid: str) -> User:
@@ -43,7 +44,8 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
     """
     now = now or utcnow()
     keys = (account_key(userid), sender_key(sender))
-    until = locked_until(session, keys, now)
+    counted = throttled(session, keys)
+    until = max((u for k, u in counted.items() if u is not None and u > now), default=None)
     if until is not None:
         minutes = max(1, math.ceil((until - now).total_seconds() / 60))
         raise PlayerError(
@@ -61,7 +63,8 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
             "userid comes first, then the password)",
             failed_keys=keys,
         )
-    record_success(session, keys[0])
+    if keys[0] in counted:
+        record_success(session, keys[0])
     return user
 
 

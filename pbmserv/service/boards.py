@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
-from pbmserv.db.models import Board, Move, User
+from pbmserv.db.models import Board, Move, Subscription, User
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.service.errors import PlayerError
 
@@ -25,11 +25,13 @@ def engine_of(board: Board) -> AnyEngine:
     return engine
 
 
+_BOARD = select(Board).where(Board.game == bindparam("game"), Board.number == bindparam("number"))
+_BOARD_LOCKED = _BOARD.with_for_update()
+
+
 def load_board(session: Session, engine: AnyEngine, number: int, *, lock: bool = False) -> Board:
-    query = select(Board).where(Board.game == engine.name, Board.number == number)
-    if lock:
-        query = query.with_for_update()
-    board = session.scalar(query)
+    board = session.scalar(_BOARD_LOCKED if lock else _BOARD,
+                           {"game": engine.name, "number": number})
     if board is None:
         raise PlayerError(f"there is no {engine.name} board {number}")
     return board
@@ -38,10 +40,6 @@ def load_board(session: Session, engine: AnyEngine, number: int, *, lock: bool =
 def next_board_number(session: Session, game: str) -> int:
     highest = session.scalar(select(func.max(Board.number)).where(Board.game == game))
     return (highest or FIRST_BOARD_NUMBER - 1) + 1
-
-
-def moves_of(session: Session, board: Board) -> list[Move]:
-    return list(session.scalars(select(Move).where(Move.board_id == board.id).order_by(Move.ply)))
 
 
 def last_move(session: Session, board: Board) -> Move | None:
@@ -71,6 +69,24 @@ def position_at(session: Session, engine: AnyEngine, board: Board, ply: int) -> 
                                                             Move.ply <= ply)
                                 .order_by(Move.ply))
     return engine.play_all(start_position(engine, board), list(notations))
+
+
+_SUBSCRIBERS = "pbmserv.subscribers"
+
+
+def subscribers(session: Session, board: Board) -> list[User]:
+    """Who watches the board (read once per session; see forget_subscribers)."""
+    cache: dict[int, list[User]] = session.info.setdefault(_SUBSCRIBERS, {})
+    found = cache.get(board.id)
+    if found is None:
+        found = cache[board.id] = [s.user for s in session.scalars(
+            select(Subscription).where(Subscription.board_id == board.id))]
+    return found
+
+
+def forget_subscribers(session: Session, board: Board) -> None:
+    """The board's subscribers change: read them again next time."""
+    session.info.get(_SUBSCRIBERS, {}).pop(board.id, None)
 
 
 def seats_of(board: Board, user: User) -> list[int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import Board, Vacation
@@ -24,19 +24,25 @@ VACATION_DAYS_PER_YEAR = 30
 MAX_CLOCK_DAYS = 365
 
 
+_BETWEEN = (select(Vacation.starts_at, Vacation.ends_at)
+            .where(Vacation.user_id == bindparam("user"), Vacation.starts_at < bindparam("end"),
+                   Vacation.ends_at > bindparam("start"))
+            .order_by(Vacation.starts_at))
+
+
 def vacations_between(session: Session, user_id: int, start: datetime,
-                      end: datetime) -> list[Vacation]:
-    return list(session.scalars(
-        select(Vacation).where(Vacation.user_id == user_id, Vacation.starts_at < end,
-                               Vacation.ends_at > start).order_by(Vacation.starts_at)
-    ))
+                      end: datetime) -> list[tuple[datetime, datetime]]:
+    """(start, end) of the user's vacations that touch [start, end)."""
+    return [(row[0], row[1]) for row in session.connection().execute(
+        _BETWEEN, {"user": user_id, "start": start, "end": end})]
 
 
-def overlap(vacations: list[Vacation], start: datetime, end: datetime) -> timedelta:
+def overlap(vacations: list[tuple[datetime, datetime]], start: datetime,
+            end: datetime) -> timedelta:
     """How much of [start, end) the vacations cover (they never overlap each other)."""
     total = timedelta()
-    for v in vacations:
-        lo, hi = max(start, v.starts_at), min(end, v.ends_at)
+    for v_start, v_end in vacations:
+        lo, hi = max(start, v_start), min(end, v_end)
         if hi > lo:
             total += hi - lo
     return total
@@ -71,10 +77,18 @@ def next_deadline(board: Board) -> timedelta:
     return min(nag, board.forfeit_days * DAY)
 
 
-def schedule(session: Session, board: Board, now: datetime) -> None:
-    """Set when the clock looks at the board next (idle time only grows off vacation)."""
+def schedule(session: Session, board: Board, now: datetime, *, new_turn: bool = False) -> None:
+    """Set when the clock looks at the board next (idle time only grows off vacation).
+
+    For a turn that starts now nothing need be read: the first nag is due one nag
+    time from now; if the player is on vacation then, the clock looks again and
+    finds it not yet due (an early look costs nothing, a late one a late nag).
+    """
     if board.finished:
         board.clock_due_at = None
+        return
+    if new_turn:
+        board.clock_due_at = now + next_deadline(board)
         return
     waited = idle(session, board, now)
     due = now + max(next_deadline(board) - waited, timedelta())

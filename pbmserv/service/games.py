@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.base import utcnow
@@ -36,6 +36,7 @@ from pbmserv.service import clock
 from pbmserv.service.boards import (
     acting_seat,
     engine_of,
+    forget_subscribers,
     last_move,
     next_board_number,
     player_of,
@@ -59,6 +60,11 @@ from pbmserv.service.events import (
     RequestMade,
 )
 
+_INSERT_EVENT = insert(BoardEvent)
+_QUEUE = (select(QueuedMove)
+          .where(QueuedMove.board_id == bindparam("board"), QueuedMove.seat == bindparam("seat"))
+          .order_by(QueuedMove.position))
+_INSERT_MOVE = insert(Move)
 REQUEST_WORDS = {RequestKind.DRAW: "an agreed end of the game", RequestKind.UNDO: "an undo"}
 MAX_QUEUE_PAIRS = 20
 MAX_CHAT = 4000
@@ -77,12 +83,19 @@ class GameService:
         self.session = session
         self.now = now or utcnow()
         self.events: list[Event] = []
+        #: the boards the events are about (the session keeps loaded objects only
+        #: while something refers to them)
+        self.boards: dict[int, Board] = {}
 
     # -- events -------------------------------------------------------------------------
     def _record(self, event: Event) -> None:
         self.events.append(event)
-        self.session.add(BoardEvent(board_id=event.board_id, kind=event.kind,
-                                    data=event.data(), created_at=self.now))
+        board = self.session.get(Board, event.board_id)
+        if board is not None:
+            self.boards[board.id] = board
+        self.session.connection().execute(_INSERT_EVENT, {
+            "board_id": event.board_id, "kind": event.kind, "data": event.data(),
+            "created_at": self.now})
 
     # -- creating boards ----------------------------------------------------------------
     def challenge(self, engine: AnyEngine, users: Sequence[User], flags: Sequence[str], *,
@@ -124,7 +137,7 @@ class GameService:
             self.session.add(BoardPlayer(board_id=board.id, seat=seat, user_id=user.id))
         self.session.flush()
         self.session.refresh(board)
-        clock.schedule(self.session, board, self.now)
+        clock.schedule(self.session, board, self.now, new_turn=True)
         self._record(BoardCreated(board.id, seek=seek.number if seek else None))
         return board
 
@@ -215,12 +228,11 @@ class GameService:
                comment: str | None, *, automatic: bool) -> None:
         seat = board.to_move
         used = clock.idle(self.session, board, self.now)
-        self.session.add(Move(
-            board_id=board.id, ply=board.ply + 1, seat=seat, notation=notation,
-            comment=comment, created_at=self.now,
-            turn_started_at=board.turn_started_at, nags_before=board.nags_sent,
-            seconds_used=int(used.total_seconds()), automatic=automatic,
-        ))
+        self.session.connection().execute(_INSERT_MOVE, {
+            "board_id": board.id, "ply": board.ply + 1, "seat": seat, "notation": notation,
+            "comment": comment, "created_at": self.now,
+            "turn_started_at": board.turn_started_at, "nags_before": board.nags_sent,
+            "seconds_used": int(used.total_seconds()), "automatic": automatic})
         board.ply += 1
         board.previous_position, board.previous_version = board.position, board.position_version
         board.position = engine.serialize(position)
@@ -246,7 +258,7 @@ class GameService:
     def _new_turn(self, board: Board) -> None:
         board.turn_started_at = self.now
         board.nags_sent = 0
-        clock.schedule(self.session, board, self.now)
+        clock.schedule(self.session, board, self.now, new_turn=True)
 
     def finish(self, board: Board, outcome: Outcome, *, by: int | None = None,
                comment: str | None = None) -> None:
@@ -348,10 +360,7 @@ class GameService:
 
     # -- conditional moves ------------------------------------------------------------------
     def queue_of(self, board: Board, seat: int) -> list[QueuedMove]:
-        return list(self.session.scalars(
-            select(QueuedMove).where(QueuedMove.board_id == board.id, QueuedMove.seat == seat)
-            .order_by(QueuedMove.position)
-        ))
+        return list(self.session.scalars(_QUEUE, {"board": board.id, "seat": seat}))
 
     def set_queue(self, board: Board, user: User, words: Sequence[str]) -> list[QueuedMove]:
         """Replace the player's queue with pairs ``OPP MINE ...``, each checked on the
@@ -431,6 +440,7 @@ class GameService:
     def subscribe(self, board: Board, user: User, on: bool) -> bool:
         """Start or stop watching a board; returns whether anything changed."""
         found = self.session.get(Subscription, (board.id, user.id))
+        forget_subscribers(self.session, board)
         if on and found is None:
             if seats_of(board, user):
                 raise PlayerError(f"{user.userid} plays board {board.number} and gets its "
@@ -441,10 +451,6 @@ class GameService:
             self.session.delete(found)
             return True
         return False
-
-    def subscribers(self, board: Board) -> list[User]:
-        return [s.user for s in self.session.scalars(
-            select(Subscription).where(Subscription.board_id == board.id))]
 
     def chat(self, board: Board, user: User, text: str) -> None:
         if not seats_of(board, user) and self.session.get(

@@ -21,12 +21,25 @@ _VERIFIED: dict[str, bytes] = {}
 _VERIFIED_MAX = 10_000
 
 
+def _digest(password: str) -> bytes:
+    return hashlib.blake2b(password.encode("utf-8", "surrogatepass"), key=_KEY).digest()
+
+
+def _remember(stored_hash: str, digest: bytes) -> None:
+    if len(_VERIFIED) >= _VERIFIED_MAX:
+        _VERIFIED.clear()
+    _VERIFIED[stored_hash] = digest
+
+
 def hash_password(password: str) -> str:
-    return _HASHER.hash(password)
+    """A new hash; the password it was made from counts as verified already."""
+    stored = _HASHER.hash(password)
+    _remember(stored, _digest(password))
+    return stored
 
 
 def check_password(stored_hash: str, password: str) -> bool:
-    digest = hashlib.blake2b(password.encode("utf-8", "surrogatepass"), key=_KEY).digest()
+    digest = _digest(password)
     known = _VERIFIED.get(stored_hash)
     if known is not None and hmac.compare_digest(known, digest):
         return True
@@ -34,7 +47,5 @@ def check_password(stored_hash: str, password: str) -> bool:
         ok = _HASHER.verify(stored_hash, password)
     except (VerificationError, InvalidHashError):
         return False
-    if len(_VERIFIED) >= _VERIFIED_MAX:
-        _VERIFIED.clear()
-    _VERIFIED[stored_hash] = digest
+    _remember(stored_hash, digest)
     return ok

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import AuthThrottle
@@ -22,6 +22,10 @@ FIRST_LOCK = timedelta(minutes=1)
 MAX_LOCK = timedelta(days=1)
 
 
+_COUNTED = select(AuthThrottle.key, AuthThrottle.locked_until).where(
+    AuthThrottle.key.in_(bindparam("keys", expanding=True)))
+
+
 def account_key(userid: str) -> str:
     return f"user:{userid.lower()[:300]}"
 
@@ -30,14 +34,10 @@ def sender_key(address: str) -> str:
     return f"sender:{address.lower()[:300]}"
 
 
-def locked_until(session: Session, keys: Iterable[str], now: datetime) -> datetime | None:
-    """The latest lock still in force on any of ``keys``, or None."""
-    until = session.scalar(
-        select(AuthThrottle.locked_until)
-        .where(AuthThrottle.key.in_(list(keys)), AuthThrottle.locked_until > now)
-        .order_by(AuthThrottle.locked_until.desc()).limit(1)
-    )
-    return until
+def throttled(session: Session, keys: Iterable[str]) -> dict[str, datetime | None]:
+    """The keys among ``keys`` with failures counted, and until when each is locked."""
+    return {row[0]: row[1] for row in session.connection().execute(
+        _COUNTED, {"keys": list(keys)})}
 
 
 def lock_length(failures: int) -> timedelta:
