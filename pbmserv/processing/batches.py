@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -102,21 +102,42 @@ def claim(session: Session, db: Database, batch: Sequence[Stored]) -> set[int]:
             if row.sender not in blocked or row.id < blocked[row.sender]}
 
 
+class _MailFailed(Exception):
+    """A mail of the batch hit a bug (or lost a race): the batch is run again without
+    it (or, for a race, with it once more)."""
+
+    def __init__(self, inbound_id: int, error: str, race: bool) -> None:
+        super().__init__(inbound_id)
+        self.inbound_id = inbound_id
+        self.error = error
+        self.race = race
+
+
+_DONE = (update(InboundMessage).where(InboundMessage.id == bindparam("inbound_id"))
+         .values(status=bindparam("status"), processed_at=bindparam("now"),
+                 error=bindparam("error")))
+
+
 def run_batch(db: Database, settings: Settings,
               batch: Sequence[Stored]) -> tuple[list[int], bool]:
     """Run a batch in one transaction; returns the ids handled (done, ignored or
     failed) and whether it gave way to the intake before its end.
 
-    Mails not handled (another process holds them or an older mail of their sender,
-    or the batch gave way) stay new for a later pass.
+    A mail that raises takes the transaction down with it: the batch is run again
+    without it, and it is marked failed afterwards.  Mails not handled (another
+    process holds them or an older mail of their sender, or the batch gave way) stay
+    new for a later pass.
     """
-    failed: list[tuple[Stored, str]] = []
-    handled: list[int] = []
-    gave_way = False
-    for attempt in range(TRANSIENT_RETRIES):
-        failed, handled, gave_way = [], [], False
+    failed = {s.id: s.error for s in batch if s.mail is None}
+    races: dict[int, int] = {}
+    transient = 0
+    while True:
+        handled: list[int] = []
+        gave_way = False
         try:
-            with db.transaction() as session:
+            # flushed where a query must see what is pending (see views.board_summary),
+            # not before every query: flushing is most of what a move costs
+            with db.transaction() as session, session.no_autoflush:
                 mine = claim(session, db, batch)
                 now = utcnow()
                 for stored in batch:
@@ -125,54 +146,47 @@ def run_batch(db: Database, settings: Settings,
                     if handled and db.urgent_waiting:
                         gave_way = True  # the intake waits: commit what is done
                         break
-                    if stored.mail is None:
-                        failed.append((stored, stored.error))
-                        handled.append(stored.id)
-                        continue
-                    error = _run_one(session, settings, stored, stored.mail, now)
-                    if error:
-                        failed.append((stored, error))
+                    if stored.id not in failed:
+                        _run_one(session, settings, stored, now)
                     handled.append(stored.id)
             break
+        except _MailFailed as exc:
+            races[exc.inbound_id] = races.get(exc.inbound_id, 0) + 1
+            if not exc.race or races[exc.inbound_id] >= RACE_RETRIES:
+                failed[exc.inbound_id] = exc.error
         except OperationalError as exc:
+            transient += 1
             log.warning("batch of %d: transient database error (try %d): %s",
-                        len(batch), attempt + 1, type(exc).__name__)
-            last = traceback.format_exc()
-            handled = []
-    else:
-        if len(batch) > 1:  # one of them may be to blame: one transaction each
-            return [i for s in batch for i in run_batch(db, settings, [s])[0]], False
-        mark_failed(db, settings, batch[0].id, last, batch[0].mail)
-        return [batch[0].id], False
-    for stored, error in failed:
-        mark_failed(db, settings, stored.id, error, stored.mail)
+                        len(batch), transient, type(exc).__name__)
+            if transient < TRANSIENT_RETRIES:
+                continue
+            if len(batch) > 1:  # one of them may be to blame: one transaction each
+                return [i for s in batch for i in run_batch(db, settings, [s])[0]], False
+            failed[batch[0].id] = traceback.format_exc()
+            transient = 0
+    by_id = {s.id: s for s in batch}
+    for inbound_id in handled:
+        if inbound_id in failed:
+            mark_failed(db, settings, inbound_id, failed[inbound_id], by_id[inbound_id].mail)
     return handled, gave_way
 
 
-def _run_one(session: Session, settings: Settings, stored: Stored, mail: ParsedMail,
-             now: object) -> str:
-    """Run one mail in a savepoint; returns the traceback if it failed, else ""."""
-    for race in range(RACE_RETRIES):
-        try:
-            # flushed where a query must see what is pending (see views.board_summary),
-            # not before every query: flushing is most of what a move costs
-            with session.begin_nested(), session.no_autoflush:
-                status = handle(session, settings, stored.id, mail)
-                session.execute(
-                    update(InboundMessage).where(InboundMessage.id == stored.id)
-                    .values(status=status, processed_at=now,
-                            error=mail.silent_reason or mail.refusal or None)
-                )
-            return ""
-        except OperationalError:
-            raise  # the transaction itself is in trouble: the batch is tried again
-        except IntegrityError:
-            # two processes made the same new row (a board number) at once: again
-            if race == RACE_RETRIES - 1:
-                return traceback.format_exc()
-        except Exception:
-            return traceback.format_exc()
-    return ""  # pragma: no cover - the loop always returns
+def _run_one(session: Session, settings: Settings, stored: Stored, now: object) -> None:
+    """Run one mail in the batch's transaction; raises _MailFailed if it cannot be."""
+    assert stored.mail is not None
+    mail = stored.mail
+    try:
+        status = handle(session, settings, stored.id, mail)
+        session.connection().execute(_DONE, {
+            "inbound_id": stored.id, "status": status, "now": now,
+            "error": mail.silent_reason or mail.refusal or None})
+    except OperationalError:
+        raise  # the transaction itself is in trouble: the batch is tried again
+    except IntegrityError:
+        # two processes made the same new row (a board number) at once: again
+        raise _MailFailed(stored.id, traceback.format_exc(), race=True) from None
+    except Exception:
+        raise _MailFailed(stored.id, traceback.format_exc(), race=False) from None
 
 
 def mark_failed(db: Database, settings: Settings, inbound_id: int, error: str,

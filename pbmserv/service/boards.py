@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import bindparam, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from pbmserv.db.models import Board, Move, Subscription, User
 from pbmserv.games import AnyEngine, get_engine
@@ -25,13 +25,15 @@ def engine_of(board: Board) -> AnyEngine:
     return engine
 
 
-_BOARD = select(Board).where(Board.game == bindparam("game"), Board.number == bindparam("number"))
-_BOARD_LOCKED = _BOARD.with_for_update()
+# the board with its players and their accounts, in one query
+_BOARD = (select(Board).options(joinedload(Board.players))
+          .where(Board.game == bindparam("game"), Board.number == bindparam("number")))
+_BOARD_LOCKED = _BOARD.with_for_update(of=Board)
 
 
 def load_board(session: Session, engine: AnyEngine, number: int, *, lock: bool = False) -> Board:
-    board = session.scalar(_BOARD_LOCKED if lock else _BOARD,
-                           {"game": engine.name, "number": number})
+    board = session.execute(_BOARD_LOCKED if lock else _BOARD,
+                            {"game": engine.name, "number": number}).unique().scalar()
     if board is None:
         raise PlayerError(f"there is no {engine.name} board {number}")
     return board

@@ -158,8 +158,8 @@ class GameService:
 
     def open_seek(self, engine: AnyEngine, number: int, *, lock: bool = False) -> Seek:
         query = select(Seek).where(Seek.game == engine.name, Seek.number == number)
-        if lock:
-            query = query.with_for_update()
+        if lock:  # only the seek's row: PostgreSQL locks no outer-joined rows
+            query = query.with_for_update(of=Seek)
         seek = self.session.scalar(query)
         if seek is None or seek.status is not SeekStatus.OPEN:
             raise PlayerError(f"there is no open {engine.name} seek {number}; "
