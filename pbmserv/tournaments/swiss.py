@@ -13,11 +13,12 @@ The pairer is a search, so it finds a legal pairing whenever one exists:
    (the first of the upper half meets the first of the lower half: 1-5, 2-6, ... in
    a group of eight); then the order given.  A pair never meets twice.
 4. First every pairing is tried in which nobody's colour difference passes 2 and
-   nobody gets one colour three times running; if there is none, colours give way.
+   nobody gets one colour three times running; if there is none, then one in which
+   only the difference stays within 2; if there is none, colours give way.
 5. Colours: each player of a pair gets the colour it is due (the one it has had
    less, or else the other of its last one); when both are due the same colour, the
-   stronger claim wins (difference of 2 or twice in a row, over a difference of 1,
-   over mere alternation), then the higher-placed player.  In the first round the
+   stronger claim wins (a difference of 2, over the same colour twice running, over
+   a difference of 1, over mere alternation), then the higher-placed player.  In the first round the
    higher-placed player is first on the odd boards (1, 3, ...) and second on the even.
 """
 
@@ -32,8 +33,9 @@ from pbmserv.tournaments.results import Pairing
 T = TypeVar("T", bound=Hashable)
 
 FIRST, SECOND = 0, 1
-#: strengths of a colour claim
-NONE, MILD, STRONG, ABSOLUTE = 0, 1, 2, 3
+#: strengths of a colour claim: none, alternation, a difference of 1, the same colour
+#: twice running, a difference of 2 (which must not grow to 3)
+NONE, MILD, STRONG, TWICE, ABSOLUTE = 0, 1, 2, 3, 4
 
 
 class PairingError(ValueError):
@@ -68,7 +70,7 @@ class SwissPlayer(Generic[T]):
         if d >= 2 or d <= -2:
             return (SECOND if d > 0 else FIRST), ABSOLUTE
         if twice:
-            return 1 - self.colours[-1], ABSOLUTE
+            return 1 - self.colours[-1], TWICE
         if d != 0:
             return (SECOND if d > 0 else FIRST), STRONG
         return 1 - self.colours[-1], MILD
@@ -123,7 +125,7 @@ def _clash(a: SwissPlayer[T], b: SwissPlayer[T]) -> int:
 class _Search(Generic[T]):
     """Pairs a set of players (given by index in pairing order) by depth-first search."""
 
-    def __init__(self, players: Sequence[SwissPlayer[T]], strict_colours: bool) -> None:
+    def __init__(self, players: Sequence[SwissPlayer[T]], worst_clash: int) -> None:
         self.players = players
         n = len(players)
         self.allowed = [0] * n
@@ -131,7 +133,7 @@ class _Search(Generic[T]):
             for j, b in enumerate(players):
                 if i == j or b.key in a.opponents or a.key in b.opponents:
                     continue
-                if strict_colours and _clash(a, b) == ABSOLUTE:
+                if _clash(a, b) > worst_clash:
                     continue
                 self.allowed[i] |= 1 << j
         self.failed: set[int] = set()
@@ -200,18 +202,20 @@ def pair_swiss(players: Sequence[SwissPlayer[T]]) -> SwissRound[T]:
     ranked = [players[i] for i in order]
     n = len(ranked)
     everyone = (1 << n) - 1
-    searches = {strict: _Search(ranked, strict) for strict in (True, False)}
+    # colours give way step by step: first no two players who must both have the same
+    # colour meet, then only no two whose difference would pass 2, then anything
+    levels = (STRONG, TWICE, ABSOLUTE)
+    searches = {level: _Search(ranked, level) for level in levels}
     if n % 2 == 0:
-        tries: list[tuple[bool, int | None]] = [(True, None), (False, None)]
+        tries: list[tuple[int, int | None]] = [(level, None) for level in levels]
     else:
         lowest_first = list(reversed(range(n)))
         fresh = [i for i in lowest_first if not ranked[i].had_bye]
         again = [i for i in lowest_first if ranked[i].had_bye]
-        tries = [(strict, i) for group in (fresh, again) for strict in (True, False)
-                 for i in group]
-    for strict, bye in tries:
+        tries = [(level, i) for group in (fresh, again) for level in levels for i in group]
+    for level, bye in tries:
         mask = everyone if bye is None else everyone & ~(1 << bye)
-        found = searches[strict].pair(mask)
+        found = searches[level].pair(mask)
         if found is None:
             continue
         boards = sorted(
