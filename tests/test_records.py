@@ -230,11 +230,11 @@ def test_a_move_after_the_end_is_refused() -> None:
 
 def test_the_result_must_match_a_rule_ending() -> None:
     record = mate_record()
-    with pytest.raises(ReplayError, match="over by the rules.*record says resignation"):
+    with pytest.raises(ReplayError, match=r"over by the rules.*record says resignation"):
         replay(replace(record, termination=Termination.RESIGNATION, winner=0))
     with pytest.raises(ReplayError, match="over by the rules"):
         replay(replace(record, winner=1))
-    with pytest.raises(ReplayError, match="over by the rules.*still running"):
+    with pytest.raises(ReplayError, match=r"over by the rules.*still running"):
         replay(replace(record, termination=None, winner=None))
 
 
