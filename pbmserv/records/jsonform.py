@@ -94,15 +94,21 @@ def _exact_keys(data: Any, keys: Sequence[str], where: str) -> dict[str, Any]:
     return data
 
 
+def _within(where: str, exc: RecordError) -> RecordError:
+    """The error with ``where`` in front, unless it already names it."""
+    text = str(exc)
+    return RecordError(text if text.startswith(where) else f"{where}: {text}")
+
+
 def _strings(values: Any, key: str, where: str) -> tuple[str, ...]:
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         raise RecordError(f"{where}: {key!r} must be a list of strings")
     return tuple(values)
 
 
-def from_json(data: Any) -> GameRecord:
-    """The record from ``to_json``'s data; raises RecordError saying what is wrong."""
-    where = "record"
+def from_json(data: Any, where: str = "record") -> GameRecord:
+    """The record from ``to_json``'s data; raises RecordError saying what is wrong
+    (``where`` names the record in the messages)."""
     data = _exact_keys(data, _KEYS, where)
     if _get(data, "format", (str,), where) != FORMAT:
         raise RecordError(f"{where}: 'format' must be {FORMAT!r}")
@@ -113,40 +119,60 @@ def from_json(data: Any) -> GameRecord:
     seats = []
     players = []
     for n, entry in enumerate(_get(data, "players", (list,), where), start=1):
-        entry = _exact_keys(entry, ("seat", "userid"), f"player {n}")
-        seats.append(_get(entry, "seat", (str,), f"player {n}"))
-        players.append(_get(entry, "userid", (str,), f"player {n}"))
+        w = f"{where}, player {n}"
+        entry = _exact_keys(entry, ("seat", "userid"), w)
+        seats.append(_get(entry, "seat", (str,), w))
+        players.append(_get(entry, "userid", (str,), w))
     if tuple(seats) != engine.seats:
         raise RecordError(f"{where}: the seats of {engine.title} are "
                           f"{', '.join(engine.seats)}, not {', '.join(seats) or 'none'}")
     moves = []
     for n, entry in enumerate(_get(data, "moves", (list,), where), start=1):
-        w = f"move {n}"
+        w = f"{where}, move {n}"
         entry = _exact_keys(entry, ("notation", "played_at", "comment"), w)
-        moves.append(RecordMove(_get(entry, "notation", (str,), w),
-                                parse_time(_get(entry, "played_at", (str,), w), w),
-                                _get(entry, "comment", (str,), w, nullable=True)))
+        try:
+            moves.append(RecordMove(_get(entry, "notation", (str,), w),
+                                    parse_time(_get(entry, "played_at", (str,), w), w),
+                                    _get(entry, "comment", (str,), w, nullable=True)))
+        except RecordError as exc:
+            raise _within(w, exc) from None
     ratings = []
     for n, entry in enumerate(_get(data, "ratings", (list,), where), start=1):
-        w = f"rating change {n}"
+        w = f"{where}, rating change {n}"
         entry = _exact_keys(entry, ("userid", "before", "after"), w)
-        ratings.append(RatingChange(_get(entry, "userid", (str,), w),
-                                    _get(entry, "before", (int, float), w),
-                                    _get(entry, "after", (int, float), w)))
+        try:
+            ratings.append(RatingChange(_get(entry, "userid", (str,), w),
+                                        _get(entry, "before", (int, float), w),
+                                        _get(entry, "after", (int, float), w)))
+        except RecordError as exc:
+            raise _within(w, exc) from None
     kind = _get(data, "termination", (str,), where, nullable=True)
     try:
         termination = None if kind is None else Termination(kind)
     except ValueError:
         raise RecordError(f"{where}: 'termination' {kind!r} is none of "
                           f"{', '.join(t.value for t in Termination)}") from None
+    try:
+        record = _record(data, players, moves, ratings, termination, where)
+    except RecordError as exc:
+        raise _within(where, exc) from None
+    if _get(data, "result", (str,), where) != record.result:
+        raise RecordError(f"{where}: 'result' {data['result']!r} disagrees with 'winner' and "
+                          f"'termination' (they make it {record.result!r})")
+    return record
+
+
+def _record(data: dict[str, Any], players: list[str], moves: list[RecordMove],
+            ratings: list[RatingChange], termination: Termination | None,
+            where: str) -> GameRecord:
     ended = _get(data, "ended", (str,), where, nullable=True)
-    record = GameRecord(
+    return GameRecord(
         game=data["game"],
         options=_strings(_get(data, "options", (list,), where), "options", where),
         board=_get(data, "board", (int,), where, nullable=True),
         players=tuple(players),
-        started=parse_time(_get(data, "started", (str,), where), "started"),
-        ended=None if ended is None else parse_time(ended, "ended"),
+        started=parse_time(_get(data, "started", (str,), where), f"{where}, started"),
+        ended=None if ended is None else parse_time(ended, f"{where}, ended"),
         moves=tuple(moves),
         winner=_get(data, "winner", (int,), where, nullable=True),
         termination=termination,
@@ -156,10 +182,6 @@ def from_json(data: Any) -> GameRecord:
         round=_get(data, "round", (int,), where, nullable=True),
         site=_get(data, "site", (str,), where),
     )
-    if _get(data, "result", (str,), where) != record.result:
-        raise RecordError(f"{where}: 'result' {data['result']!r} disagrees with 'winner' and "
-                          f"'termination' (they make it {record.result!r})")
-    return record
 
 
 def dump_json(records: Sequence[GameRecord]) -> str:
@@ -177,12 +199,7 @@ def parse_json(text: str) -> list[GameRecord]:
     except json.JSONDecodeError as exc:
         raise RecordError(f"not JSON: {exc}") from None
     items = data if isinstance(data, list) else [data]
-    out = []
-    for n, item in enumerate(items, start=1):
-        try:
-            out.append(from_json(item))
-        except RecordError as exc:
-            raise RecordError(f"record {n}: {exc}") from None
+    out = [from_json(item, f"record {n}") for n, item in enumerate(items, start=1)]
     if not out:
         raise RecordError("no record found")
     return out
