@@ -19,7 +19,7 @@ A record is a tag section then the moves::
     [Reason "Black resigned"]
     [Ratings "alice 1500.0 1662.31; bob 1500.0 1337.69"]
 
-    1. e2-e4 {[%ts 2024-05-01T10:05:00Z]} 1... e7-e5 {[%ts 2024-05-01T11:00:00Z]}
+    1. e2-e4 {[%ts 2024-05-01T10:05:00Z]} 1... e8-e6 {[%ts 2024-05-01T11:00:00Z]}
     {Your move!} 2. g1-f3 {[%ts 2024-05-02T09:00:00Z] [%then b3-b4]} 1-0
 
 - The first seven tags are PGN's seven tag roster in its order, with the players
