@@ -6,8 +6,8 @@ import random
 
 from pbmserv.render import render
 from pbmserv.tournaments import (
-    Kind,
     Pairing,
+    TournamentKind,
     crosstable,
     number_text,
     pair_swiss,
@@ -38,7 +38,7 @@ def _double_rr() -> tuple[list[str], list[Pairing[str]]]:
 
 def test_round_robin_crosstable_exact() -> None:
     players, games = _double_rr()
-    table = crosstable(players, games, Kind.ROUND_ROBIN)
+    table = crosstable(players, games, TournamentKind.ROUND_ROBIN)
     # ann: beat dan and ben twice each, lost to cat (SB 1+1+2+2); cat: drew ben and
     # dan twice, beat ann (SB 1+1+0.5+0.5+4); ben: drew cat twice, beat dan once
     assert [(r.number, r.name, r.points, r.tiebreak) for r in table.rows] == [
@@ -64,7 +64,7 @@ def test_swiss_crosstable_exact() -> None:
         Pairing(2, "dan", "ann", 0.5), Pairing(2, "ben", "eve", 1.0), Pairing(2, "cat"),
         Pairing(3, "eve", "ann"), Pairing(3, "cat", "dan", 1.0), Pairing(3, "ben"),
     ]
-    table = crosstable(players, games, Kind.SWISS)
+    table = crosstable(players, games, TournamentKind.SWISS)
     text = _show("Club Swiss, round 3 in play", table)
     # cat and ben tie on 2 points; cat met ann and dan (1.5 each), ben dan and eve
     assert text.splitlines()[2:8] == [
@@ -78,17 +78,17 @@ def test_swiss_crosstable_exact() -> None:
 
 
 def test_honeydonuts_seats_give_their_initials() -> None:
-    table = crosstable(["a", "b"], [Pairing(1, "a", "b", 1.0)], Kind.SWISS,
+    table = crosstable(["a", "b"], [Pairing(1, "a", "b", 1.0)], TournamentKind.SWISS,
                        seats=("Red", "Blue"))
     assert [r.cells for r in table.rows] == [("R2+",), ("B1-",)]
-    same = crosstable(["a", "b"], [Pairing(1, "a", "b", 0.5)], Kind.SWISS,
+    same = crosstable(["a", "b"], [Pairing(1, "a", "b", 0.5)], TournamentKind.SWISS,
                       seats=("Black", "Blue"))
     assert [r.cells for r in same.rows] == [("12=",), ("21=",)]
 
 
 def test_long_names_are_cut() -> None:
     table = crosstable(["averyveryverylongname", "bo"], [Pairing(1, "bo", "averyveryverylongname",
-                                                                 0.0)], Kind.ROUND_ROBIN)
+                                                                 0.0)], TournamentKind.ROUND_ROBIN)
     assert [r.name for r in table.rows] == ["averyveryve~", "bo"]
 
 
@@ -96,7 +96,7 @@ def test_big_round_robin_splits_into_blocks_within_76_columns() -> None:
     players = [f"player{i:02d}" for i in range(24)]
     games = [Pairing(r, a, b, 1.0) for r, rnd in enumerate(round_robin(players, double=True), 1)
              for a, b in rnd]
-    table = crosstable(players, games, Kind.ROUND_ROBIN)
+    table = crosstable(players, games, TournamentKind.ROUND_ROBIN)
     assert len(table.blocks) > 1
     assert sum(len(b.headers) for b in table.blocks) == 24
     text = _show("A very big double round robin", table)
@@ -111,7 +111,7 @@ def test_twelve_player_swiss_fits_in_one_block() -> None:
     for number in range(1, 8):
         rnd = pair_swiss(swiss_players(players, games))
         games += [Pairing(number, a, b, rng.choice((0.0, 0.5, 1.0))) for a, b in rnd.pairs]
-    table = crosstable(players, games, Kind.SWISS)
+    table = crosstable(players, games, TournamentKind.SWISS)
     assert len(table.blocks) == 1
     text = _show("Twelve players, seven rounds", table)
     assert max(len(line) for line in text.splitlines()) <= 76
@@ -119,7 +119,7 @@ def test_twelve_player_swiss_fits_in_one_block() -> None:
 
 
 def test_empty_tournament() -> None:
-    table = crosstable(["a", "b", "c"], [], Kind.SWISS)
+    table = crosstable(["a", "b", "c"], [], TournamentKind.SWISS)
     text = _show("Nothing yet", table)
     assert "  1 a" in text
 

@@ -36,7 +36,7 @@ POINTS_WIDTH = 5
 TIEBREAK_WIDTH = 6
 
 
-class Kind(StrEnum):
+class TournamentKind(StrEnum):
     ROUND_ROBIN = "round-robin"
     SWISS = "swiss"
 
@@ -60,7 +60,7 @@ class CrosstableBlock:
 
 @dataclass(frozen=True)
 class Crosstable:
-    kind: Kind
+    kind: TournamentKind
     tiebreak: str
     name_width: int
     cell_width: int
@@ -82,15 +82,17 @@ def _cut(name: str, width: int) -> str:
     return name if len(name) <= width else name[: width - 1] + "~"
 
 
-def crosstable(players: Sequence[T], games: Sequence[Pairing[T]], kind: Kind, *,
+def crosstable(players: Sequence[T], games: Sequence[Pairing[T]], kind: TournamentKind,
+               *,
                name: Callable[[T], str] = str,
                seats: tuple[str, str] = ("White", "Black"),
                width: int = LINE_WIDTH) -> Crosstable:
     """The crosstable of ``games`` (finished or not) for ``players`` in seed order."""
-    tiebreak = TieBreak.SONNEBORN_BERGER if kind is Kind.ROUND_ROBIN else TieBreak.BUCHHOLZ
+    round_robin = kind is TournamentKind.ROUND_ROBIN
+    tiebreak = TieBreak.SONNEBORN_BERGER if round_robin else TieBreak.BUCHHOLZ
     table = standings(players, games, tiebreak)
     number = {s.player: n for n, s in enumerate(table, start=1)}
-    if kind is Kind.ROUND_ROBIN:
+    if round_robin:
         headers = [str(n) for n in range(1, len(table) + 1)]
         order = [s.player for s in table]
         meetings = Counter(frozenset((g.first, g.second)) for g in games if not g.is_bye)
