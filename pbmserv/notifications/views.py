@@ -16,6 +16,7 @@ from pbmserv.games import AnyEngine
 from pbmserv.games.base import Termination
 from pbmserv.render import render
 from pbmserv.service.boards import moves_of, player_of, position_of
+from pbmserv.service.ratings import change_lines
 
 
 def status_line(engine: AnyEngine, board: Board) -> str:
@@ -63,6 +64,7 @@ def board_summary(session: Session, engine: AnyEngine, board: Board) -> str:
         to_move=None if board.finished else player_of(board, board.to_move).userid,
         rows=rows,
         diagram=diagram(engine, position_of(engine, board)),
+        ratings=change_lines(session, board) if board.finished else [],
     )
 
 

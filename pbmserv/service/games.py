@@ -58,6 +58,7 @@ from pbmserv.service.events import (
     RequestLapsed,
     RequestMade,
 )
+from pbmserv.service.ratings import rate_board
 
 REQUEST_WORDS = {RequestKind.DRAW: "an agreed end of the game", RequestKind.UNDO: "an undo"}
 MAX_QUEUE_PAIRS = 20
@@ -96,6 +97,18 @@ class GameService:
         check_consent(self.session, engine.name, users)
         return self._create(engine, users, options, nag_days, forfeit_days)
 
+    def start_agreed(self, engine: AnyEngine, users: Sequence[User], flags: Sequence[str], *,
+                     nag_days: int, forfeit_days: int, tournament: str, round_: int) -> Board:
+        """Start a board its players agreed to in advance: a tournament's pairing.
+
+        Joining the tournament was their consent, so their challenge preferences
+        (accept, reject, limit) do not apply; everything else is as for a challenge.
+        """
+        options = self._options(engine, flags)
+        check_clock_days(nag_days, forfeit_days)
+        return self._create(engine, users, options, nag_days, forfeit_days,
+                            tournament=(tournament, round_))
+
     def _options(self, engine: AnyEngine, flags: Sequence[str]) -> tuple[str, ...]:
         try:
             return engine.check_options(flags)
@@ -103,7 +116,8 @@ class GameService:
             raise PlayerError(str(exc)) from None
 
     def _create(self, engine: AnyEngine, users: Sequence[User], options: Sequence[str],
-                nag_days: int, forfeit_days: int, seek: Seek | None = None) -> Board:
+                nag_days: int, forfeit_days: int, seek: Seek | None = None,
+                tournament: tuple[str, int] | None = None) -> Board:
         position = engine.new(options)
         board = Board(
             game=engine.name,
@@ -125,7 +139,9 @@ class GameService:
         self.session.flush()
         self.session.refresh(board)
         clock.schedule(self.session, board, self.now)
-        self._record(BoardCreated(board.id, seek=seek.number if seek else None))
+        name, round_ = tournament or (None, None)
+        self._record(BoardCreated(board.id, seek=seek.number if seek else None,
+                                  tournament=name, round=round_))
         return board
 
     def seek(self, engine: AnyEngine, user: User, flags: Sequence[str], *, nag_days: int = 7,
@@ -260,6 +276,16 @@ class GameService:
         self.session.execute(delete(QueuedMove).where(QueuedMove.board_id == board.id))
         self._record(GameFinished(board.id, outcome.winner, outcome.termination, outcome.reason,
                                   by=by, comment=comment))
+        self._follow_up(board, by)
+
+    def _follow_up(self, board: Board, by: int | None) -> None:
+        """What any end of a game sets off: the players' ratings, then the next step
+        of its tournament, if it belongs to one (imported here: the tournament
+        service starts its boards through this class)."""
+        from pbmserv.service.tournaments import board_finished
+
+        rate_board(self.session, board, self.now)
+        board_finished(self, board, by)
 
     def resign(self, board: Board, user: User, *, comment: str = "") -> None:
         seat = self.seat_of(board, user)
