@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pbmserv.commands.args import parse_challenge_words, small_number
 from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
 from pbmserv.db.models import Board
+from pbmserv.db.status import TournamentStatus
 from pbmserv.notifications.tournaments import crosstable_text
 from pbmserv.render import render
 from pbmserv.service.errors import PlayerError
@@ -101,8 +102,10 @@ class TournamentCommand(Command):
                           subject="pbmserv tournaments")
         if sub == "show":
             view = describe(ctx.session, find(ctx.session, words[0]))
+            over = view.tournament.status is TournamentStatus.FINISHED
+            table = crosstable_text(view, "Final standings" if over else "Standings")
             return Result(render("tournament/show.txt.j2", view=view, t=view.tournament,
-                                 table=crosstable_text(view, "Standings")),
+                                 table=table),
                           subject=f"Tournament {view.tournament.name}")
         user = login(ctx, words[2] if sub == "create" else words[1],
                      words[3] if sub == "create" else words[2])

@@ -65,7 +65,8 @@ def _row(session: Session, user: User, game: str, now: datetime) -> PlayerRating
     """The player's rating row, locked (a new player's is made: 1500, RD 350, 0.06)."""
     row = session.scalar(select(PlayerRating)
                          .where(PlayerRating.user_id == user.id, PlayerRating.game == game)
-                         .with_for_update().execution_options(populate_existing=True))
+                         .with_for_update(of=PlayerRating)
+                         .execution_options(populate_existing=True))
     if row is None:
         start = Rating()
         row = PlayerRating(user_id=user.id, game=game, rating=start.rating, rd=start.rd,

@@ -136,7 +136,7 @@ def tournament_engine(name: str) -> AnyEngine:
 def find(session: Session, name: str, *, lock: bool = False) -> Tournament:
     query = select(Tournament).where(Tournament.key == name.lower())
     if lock:
-        query = query.with_for_update().execution_options(populate_existing=True)
+        query = query.with_for_update(of=Tournament).execution_options(populate_existing=True)
     found = session.scalar(query) if NAME_RE.match(name) else None
     if found is None:
         raise PlayerError(f"there is no tournament {name[:40]!r}; 'tournament list' shows "
@@ -317,7 +317,7 @@ class TournamentService:
             .where(TournamentGame.tournament_id == tournament.id,
                    Board.status == BoardStatus.ACTIVE,
                    (TournamentGame.first_id == user.id) | (TournamentGame.second_id == user.id))
-            .order_by(Board.id).with_for_update()))
+            .order_by(Board.id).with_for_update(of=Board)))
         tournament = find(self.session, tournament.name, lock=True)
         entry = self.session.get(TournamentPlayer, (tournament.id, user.id))
         if entry is None:
@@ -435,7 +435,8 @@ def board_finished(games: GameService, board: Board, by: int | None) -> None:
     if game is None:
         return
     tournament = session.scalar(select(Tournament).where(Tournament.id == game.tournament_id)
-                                .with_for_update().execution_options(populate_existing=True))
+                                .with_for_update(of=Tournament)
+                                .execution_options(populate_existing=True))
     assert tournament is not None
     game.score = tournament_score(board, by)
     session.flush()
