@@ -20,7 +20,9 @@ from pbmserv.db.models import (
 )
 from pbmserv.db.session import Database
 from pbmserv.db.status import BoardStatus, TournamentStatus
-from tests.conftest import Mailer
+from pbmserv.timers import run_clocks
+from tests.conftest import Mailer, check_mail_shape
+from tests.test_clocks import time_passes
 
 SWISS = ["ann", "ben", "cat", "dan", "eve"]
 
@@ -43,7 +45,7 @@ def create(mailer: Mailer, players: list[str], flags: str, name: str = "Spring")
         mailer.reply(f"tournament join {name} {uid} pw-{uid}", sender=sender(uid))
 
 
-def pairs_of(db: Database, number: int, name: str = "spring"
+def pairs_of(db: Database, number: int = 1, name: str = "spring"
              ) -> tuple[list[tuple[str, str]], str | None]:
     """A round's boards as (first, second) userids in board order, and the bye."""
     with db.transaction() as s:
@@ -340,6 +342,28 @@ def test_refusals_and_passwords_never_quoted(mailer: Mailer, db: Database) -> No
     help_text = mailer.reply("help tournament")
     assert "Sonneborn-Berger" in help_text and "Buchholz" in help_text
     assert "tournament create NAME game userid password" in mailer.reply("help")
+
+
+def test_a_loss_on_time_pairs_the_next_round(mailer: Mailer, db: Database,
+                                             settings: Settings) -> None:
+    create(mailer, ["ann", "ben", "cat"], "-swiss -rounds 2 --nagtime=1 --forfeittime=2")
+    mailer.reply("tournament start Spring ann pw-ann", sender=sender("ann"))
+    assert pairs_of(db) == ([("ann", "ben")], "cat")
+    time_passes(db, 2.5)
+    with db.transaction() as s:
+        last = s.scalar(select(OutboxMessage.id).order_by(OutboxMessage.id.desc()))
+    run_clocks(db, settings)
+    with db.transaction() as s:
+        out = list(s.scalars(select(OutboxMessage).where(OutboxMessage.id > (last or 0))))
+    check_mail_shape(out)
+    [lost] = [m for m in out if m.subject == "Honeydonuts Board 101 Game over"
+              and m.to_addr == sender("ann")]
+    assert "Game won by ben (Blue): ann did not move for 2 days." in flat(lost.body)
+    mails = tournament_mails(out)
+    assert len(mails) == 3 and mails[0].subject == "Tournament Spring round 2"
+    # ben (1 point) meets cat (the bye's point), ben first (he was second); ann, who
+    # lost, has the bye now
+    assert pairs_of(db, 2) == ([("ben", "cat")], "ann")
 
 
 @pytest.fixture
