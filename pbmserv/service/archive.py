@@ -199,9 +199,8 @@ def _import(session: Session, record: GameRecord, now: datetime, report: ImportR
         seconds = max(0, int((move.played_at - last).total_seconds()))
         used[seat] += seconds
         moves.append(Move(ply=ply, seat=seat, notation=notation, comment=move.comment,
-                          created_at=move.played_at, position=engine.serialize(position),
-                          position_version=engine.position_version, turn_started_at=last,
-                          nags_before=0, seconds_used=seconds, automatic=False))
+                          created_at=move.played_at, turn_started_at=last, nags_before=0,
+                          seconds_used=seconds, automatic=False))
         last = move.played_at
     ended = record.ended or last
     board = Board(
