@@ -27,7 +27,9 @@ from pbmserv.processing import process_message, process_pending
 from pbmserv.records import RecordError, dump_json, dump_text, parse_records
 from pbmserv.sender.delivery import Sender
 from pbmserv.service import throttle
+from pbmserv.service.accounts import existing_user, set_address, set_password
 from pbmserv.service.archive import finished_records, import_records
+from pbmserv.service.errors import PlayerError
 from pbmserv.timers import run_clocks
 
 EX_TEMPFAIL = 75
@@ -308,6 +310,24 @@ def users_list(settings: Settings) -> None:
         for u in session.scalars(select(User).order_by(User.key)):
             closed = f" (closed {u.closed_at:%Y-%m-%d})" if u.closed_at else ""
             click.echo(f"{u.userid:24} {u.email}{closed}")
+
+
+@users.command("enable")
+@click.argument("userid")
+@click.argument("email")
+@click.password_option(help="The new password (asked for, not echoed, if not given).")
+@click.pass_obj
+def users_enable(settings: Settings, userid: str, email: str, password: str) -> None:
+    """Give USERID's account a password and the address EMAIL: for an account an
+    import made, which no password opens, to be handed to its player."""
+    try:
+        with _db(settings).transaction() as session:
+            user = existing_user(session, userid)
+            set_password(user, password)
+            set_address(user, email)
+    except PlayerError as exc:
+        raise click.ClickException(exc.message) from None
+    click.echo(f"{userid}: password and address set; mail goes to {email.lower()}")
 
 
 # -- game records -----------------------------------------------------------------------

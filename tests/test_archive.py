@@ -139,6 +139,19 @@ def test_export_import_export_is_identical_as_text(mailer: Mailer, db: Database,
             assert len(s.scalars(select(ImportedBoard)).all()) == 8
     finally:
         target.dispose()
+    # the administrator hands an account to its player
+    enabled = CliRunner().invoke(main, ["users", "enable", "alice", "alice@example.org"],
+                                 env={"PBMSERV_DATABASE_URL": empty_url},
+                                 input="new-secret\nnew-secret\n")
+    assert enabled.exit_code == 0, enabled.output
+    assert "new-secret" not in enabled.output
+    target = Database(empty_url)
+    try:
+        with target.transaction() as s:
+            assert authenticate(s, "alice", "new-secret", "x@example.org").email == (
+                "alice@example.org")
+    finally:
+        target.dispose()
     # a second import of the same file changes nothing
     path = tmp_path / "first.text"
     again = run(empty_url, "import", str(path))
