@@ -6,13 +6,15 @@ import logging
 import signal
 import sys
 import threading
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, TextIO
 
 import click
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
 from pbmserv.db.migrate import upgrade
 from pbmserv.db.models import Board, InboundMessage, OutboxMessage, User
 from pbmserv.db.session import Database
@@ -22,8 +24,12 @@ from pbmserv.games.base import RuleError
 from pbmserv.intake.store import store_message
 from pbmserv.notifications.views import diagram, status_line
 from pbmserv.processing import process_message, process_pending
+from pbmserv.records import RecordError, dump_json, dump_text, parse_records
 from pbmserv.sender.delivery import Sender
 from pbmserv.service import throttle
+from pbmserv.service.accounts import existing_user, set_address, set_password
+from pbmserv.service.archive import finished_records, import_records
+from pbmserv.service.errors import PlayerError
 from pbmserv.timers import run_clocks
 
 EX_TEMPFAIL = 75
@@ -304,6 +310,69 @@ def users_list(settings: Settings) -> None:
         for u in session.scalars(select(User).order_by(User.key)):
             closed = f" (closed {u.closed_at:%Y-%m-%d})" if u.closed_at else ""
             click.echo(f"{u.userid:24} {u.email}{closed}")
+
+
+@users.command("enable")
+@click.argument("userid")
+@click.argument("email")
+@click.password_option(help="The new password (asked for, not echoed, if not given).")
+@click.pass_obj
+def users_enable(settings: Settings, userid: str, email: str, password: str) -> None:
+    """Give USERID's account a password and the address EMAIL: for an account an
+    import made, which no password opens, to be handed to its player."""
+    try:
+        with _db(settings).transaction() as session:
+            user = existing_user(session, userid)
+            set_password(user, password)
+            set_address(user, email)
+    except PlayerError as exc:
+        raise click.ClickException(exc.message) from None
+    click.echo(f"{userid}: password and address set; mail goes to {email.lower()}")
+
+
+# -- game records -----------------------------------------------------------------------
+@main.command("export")
+@click.option("--game", default=None, help="Only this game.")
+@click.option("--format", "form", default="text", show_default=True,
+              type=click.Choice(["text", "json"]), help="PGN-like text, or JSON.")
+@click.option("--since", default=None, type=click.DateTime(["%Y-%m-%d"]),
+              help="Only games that ended on or after this day (YYYY-MM-DD, UTC).")
+@click.option("-o", "--output", default="-", type=click.File("w", encoding="utf-8"),
+              help="Write to this file instead of standard output.")
+@click.pass_obj
+def export(settings: Settings, game: str | None, form: str, since: datetime | None,
+           output: TextIO) -> None:
+    """Write the record of every finished game."""
+    if game is not None and get_engine(game) is None:
+        raise click.BadParameter(f"unknown game {game!r}; games: {', '.join(ENGINES)}",
+                                 param_hint="--game")
+    with _db(settings).reading() as session:
+        records = finished_records(session, settings.server_name,
+                                   game=game.lower() if game else None,
+                                   since=since.replace(tzinfo=UTC) if since else None)
+    if records:
+        output.write(dump_json(records) if form == "json" else dump_text(records))
+    click.echo(f"exported {len(records)} game(s)", err=True)
+
+
+@main.command("import")
+@click.argument("file", type=click.File("r", encoding="utf-8-sig"))
+@click.pass_obj
+def import_(settings: Settings, file: TextIO) -> None:
+    """Load game records (text or JSON, as written by export), every move replayed;
+    a file with any bad record is refused whole."""
+    try:
+        records = parse_records(file.read())
+        db = _db(settings)
+        upgrade(db)
+        with db.transaction() as session:
+            report = import_records(session, records, utcnow())
+    except RecordError as exc:
+        raise click.ClickException(f"nothing imported: {exc}") from None
+    click.echo(f"imported {len(report.boards)} game(s)"
+               + (f", skipped {len(report.skipped)} already here" if report.skipped else "")
+               + (f"; new disabled accounts: {', '.join(report.users)}" if report.users
+                  else ""))
 
 
 # -- rules ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from pbmserv.render import render
 from pbmserv.service import clock
 from pbmserv.service.accounts import close_account, open_account, set_address, set_password
 from pbmserv.service.errors import PlayerError
+from pbmserv.service.tournaments import TournamentService
 
 
 @command
@@ -57,13 +58,15 @@ class Change(Command):
 class Signoff(Command):
     name = "signoff"
     arguments = "userid password"
-    summary = "close your account (finished games keep their records)"
+    summary = ("close your account (finished games keep their records); you leave your "
+               "tournaments, losing their games still in play")
     secret_args = (1,)
     min_args = 2
     max_args = 2
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         user = login(ctx, inv.args[0], inv.args[1])
+        TournamentService(ctx.service).leave_all(user)  # kept only if the account closes
         close_account(ctx.session, user, ctx.service.now)
         return Result(render("commands/signoff.txt.j2", user=user),
                       subject=f"pbmserv: {user.userid} signed off")

@@ -22,7 +22,7 @@ from pbmserv.service.clock import VACATION_DAYS_PER_YEAR
 from pbmserv.service.errors import PlayerError
 
 #: help topics that are not commands or games: templates/help/<topic>.txt.j2
-TOPICS = ("multiple", "clocks", "reply")
+TOPICS = ("multiple", "clocks", "reply", "ratings", "tournament")
 
 
 def game_help(engine: AnyEngine) -> str:

@@ -15,8 +15,10 @@ from pbmserv.db.status import (
     RequestKind,
     SeekStatus,
     StrEnumType,
+    TournamentStatus,
 )
 from pbmserv.games.base import Termination
+from pbmserv.tournaments import TournamentKind
 
 
 class User(Base):
@@ -276,3 +278,121 @@ class AuthThrottle(Base):
     last_failure_at: Mapped[datetime] = mapped_column(default=utcnow)
     #: password checks for the key are refused until then
     locked_until: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class PlayerRating(Base):
+    """A player's Glicko-2 rating in one game, as after their last rated game."""
+
+    __tablename__ = "ratings"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    game: Mapped[str] = mapped_column(String(32), primary_key=True)
+    rating: Mapped[float]
+    rd: Mapped[float]
+    volatility: Mapped[float]
+    #: when the last rated game ended: idle time counts from here
+    rated_at: Mapped[datetime]
+
+    user: Mapped[User] = relationship(lazy="joined")
+
+
+class BoardRating(Base):
+    """One player's rating before and after a rated board (see pbmserv.service.ratings)."""
+
+    __tablename__ = "board_ratings"
+    __table_args__ = (UniqueConstraint("board_id", "seat"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    board_id: Mapped[int] = mapped_column(ForeignKey("boards.id"))
+    seat: Mapped[int]
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    game: Mapped[str] = mapped_column(String(32))
+    #: 1 a win, 0.5 a draw, 0 a loss
+    score: Mapped[float]
+    rating_before: Mapped[float]
+    rd_before: Mapped[float]
+    volatility_before: Mapped[float]
+    rating_after: Mapped[float]
+    rd_after: Mapped[float]
+    volatility_after: Mapped[float]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    user: Mapped[User] = relationship(lazy="joined")
+
+
+class Tournament(Base):
+    """A round robin or Swiss tournament of one game, run by mail."""
+
+    __tablename__ = "tournaments"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    #: lower-cased name, for case-insensitive matching
+    key: Mapped[str] = mapped_column(String(32), unique=True)
+    name: Mapped[str] = mapped_column(String(32))
+    game: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[TournamentKind] = mapped_column(StrEnumType(TournamentKind))
+    #: a round robin played twice, once with each player first
+    double: Mapped[bool] = mapped_column(default=False)
+    #: Swiss rounds (fixed when the tournament starts, if not given)
+    rounds: Mapped[int | None] = mapped_column(default=None)
+    #: the tournament starts by itself when this many have joined
+    max_players: Mapped[int | None] = mapped_column(default=None)
+    options: Mapped[str] = mapped_column(String(200), default="")
+    nag_days: Mapped[int] = mapped_column(default=7)
+    forfeit_days: Mapped[int] = mapped_column(default=21)
+    creator_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    status: Mapped[TournamentStatus] = mapped_column(StrEnumType(TournamentStatus),
+                                                     default=TournamentStatus.OPEN)
+    #: the round in play (Swiss), or the last round (round robin); 0 before the start
+    current_round: Mapped[int] = mapped_column(default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+
+    creator: Mapped[User] = relationship(lazy="joined")
+
+    @property
+    def option_flags(self) -> tuple[str, ...]:
+        return tuple(self.options.split())
+
+
+class TournamentPlayer(Base):
+    __tablename__ = "tournament_players"
+
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True, index=True)
+    joined_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: place in the seed order (1 the first), fixed at the start
+    seed: Mapped[int | None] = mapped_column(default=None)
+    #: left (or signed off) after the start: loses the games left, is paired no more
+    withdrawn_at: Mapped[datetime | None] = mapped_column(default=None)
+
+    user: Mapped[User] = relationship(lazy="joined")
+
+
+class TournamentGame(Base):
+    """A board of a tournament's round, or a bye (no second player, no board)."""
+
+    __tablename__ = "tournament_games"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id"), index=True)
+    round: Mapped[int]
+    first_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    second_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), default=None)
+    board_id: Mapped[int | None] = mapped_column(ForeignKey("boards.id"), unique=True,
+                                                 default=None)
+    #: the first player's score once the board is over (1, 0.5, 0); a bye's is 1
+    score: Mapped[float | None] = mapped_column(default=None)
+
+
+class ImportedBoard(Base):
+    """Where an imported board's record came from, so that it exports as it was read."""
+
+    __tablename__ = "imported_boards"
+
+    board_id: Mapped[int] = mapped_column(ForeignKey("boards.id"), primary_key=True)
+    site: Mapped[str] = mapped_column(String(200))
+    event: Mapped[str | None] = mapped_column(String(200), default=None)
+    round: Mapped[int | None] = mapped_column(default=None)
+    imported_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -41,6 +41,13 @@ class OutboxStatus(StrEnum):
     FAILED = "failed"
 
 
+class TournamentStatus(StrEnum):
+    #: taking players
+    OPEN = "open"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
 class StrEnumType(TypeDecorator[Any]):
     """A StrEnum stored as its value in a short string column."""
 

@@ -22,6 +22,7 @@ from pbmserv.config import Settings
 from pbmserv.db.models import Board, GameNotify, User
 from pbmserv.games import AnyEngine
 from pbmserv.notifications.outbox import queue_mail
+from pbmserv.notifications.tournaments import tournament_mails
 from pbmserv.notifications.views import board_subject, board_summary, status_line
 from pbmserv.render import render
 from pbmserv.service.boards import engine_of, player_of, subscribers
@@ -37,6 +38,7 @@ from pbmserv.service.events import (
     RequestAnswered,
     RequestLapsed,
     RequestMade,
+    TournamentEvent,
 )
 
 
@@ -68,6 +70,9 @@ def notes_of(board: Board, events: Iterable[Event]) -> list[Note]:
     for e in events:
         if isinstance(e, BoardCreated) and e.seek is not None:
             notes.append(Note("seek-joined", {"seek": e.seek}))
+        elif isinstance(e, BoardCreated) and e.tournament is not None:
+            notes.append(Note("tournament-board", {"tournament": e.tournament,
+                                                   "round": e.round}))
         elif isinstance(e, MovePlayed) and e.automatic:
             user = _seat_user(board, e.seat)
             notes.append(Note("queued-move", {"userid": user.userid, "notation": e.notation},
@@ -139,8 +144,12 @@ class Notifier:
     def notify(self, events: Iterable[Event]) -> int:
         """Queue every mail the events call for; returns how many were queued."""
         by_board: dict[int, list[Event]] = {}
+        tournaments: list[TournamentEvent] = []
         for event in events:
-            by_board.setdefault(event.board_id, []).append(event)
+            if isinstance(event, TournamentEvent):
+                tournaments.append(event)
+            elif event.board_id is not None:
+                by_board.setdefault(event.board_id, []).append(event)
         before = self.queued
         for board_id, board_events in by_board.items():
             board = self.session.get(Board, board_id)
@@ -154,17 +163,21 @@ class Notifier:
                     self._nag(engine, board, event)
                 elif isinstance(event, ChatSent):
                     self._chat(engine, board, event)
+        for event in tournaments:  # to every player, the sender too: no reply carries it
+            for user, subject, body in tournament_mails(self.session, event):
+                self._send(user, subject, body)
         return self.queued - before
 
-    def _watchers(self, board: Board, finished: bool) -> list[User]:
-        """Players, subscribers, and (when the game is over) its notify list: once each."""
+    def _watchers(self, board: Board, finished: bool, skip: bool = True) -> list[User]:
+        """Players, subscribers, and (when the game is over) its notify list: once each
+        (but for the addresses to ``skip``, unless told not to)."""
         users = [p.user for p in board.players] + subscribers(self.session, board)
         if finished:
             users += list(self.session.scalars(
                 select(User).join(GameNotify, GameNotify.user_id == User.id)
                 .where(GameNotify.game == board.game, User.closed_at.is_(None))
                 .order_by(User.key)))
-        seen: set[str] = set(self.skip)
+        seen: set[str] = set(self.skip) if skip else set()
         out = []
         for user in users:
             address = user.email.lower()
@@ -180,7 +193,9 @@ class Notifier:
         comments = comments_of(board, events)
         summary = board_summary(self.session, engine, board)
         subject = board_subject(engine, board, new=new, commented=bool(comments))
-        for user in self._watchers(board, finished):
+        # a tournament pairs boards its players did not ask for: no reply carries them
+        paired = any(isinstance(e, BoardCreated) and e.tournament for e in events)
+        for user in self._watchers(board, finished, skip=not paired):
             body = render("board_mail.txt.j2", new=new, notes=notes_for(notes, user),
                           summary=summary, comments=comments)
             self._send(user, subject, body)

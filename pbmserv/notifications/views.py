@@ -16,6 +16,7 @@ from pbmserv.games import AnyEngine
 from pbmserv.games.base import Termination
 from pbmserv.render import render
 from pbmserv.service.boards import player_of, position_of, subscribers
+from pbmserv.service.ratings import change_lines
 
 #: rounds of moves a board mail shows (the latest)
 SHOWN_ROUNDS = 20
@@ -82,6 +83,7 @@ def board_summary(session: Session, engine: AnyEngine, board: Board, *,
         rows=rows,
         hidden=first - 1,
         diagram=diagram(engine, position_of(engine, board)),
+        ratings=change_lines(session, board) if board.finished else [],
     )
     cache[board.id] = (key, text)
     return text

@@ -44,6 +44,11 @@ def next_board_number(session: Session, game: str) -> int:
     return (highest or FIRST_BOARD_NUMBER - 1) + 1
 
 
+def moves_of(session: Session, board: Board) -> list[Move]:
+    """Every move of the board, in order (for records; board mails read the latest)."""
+    return list(session.scalars(select(Move).where(Move.board_id == board.id).order_by(Move.ply)))
+
+
 def last_move(session: Session, board: Board) -> Move | None:
     return session.scalar(select(Move).where(Move.board_id == board.id, Move.ply == board.ply))
 

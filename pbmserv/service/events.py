@@ -1,6 +1,7 @@
 """What happened, as plain values: the game service records them, and the
 notifications module alone turns them into mail (later also ratings, tournaments,
-digests and bots react to them)."""
+digests and bots react to them).  Tournament events belong to no board: their
+``board_id`` is None and they name their tournament."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pbmserv.games.base import Termination
 @dataclass(frozen=True)
 class Event:
     kind: ClassVar[str]
-    board_id: int
+    board_id: int | None
 
     def data(self) -> str:
         fields = asdict(self)
@@ -28,6 +29,9 @@ class BoardCreated(Event):
     kind = "board-created"
     #: the seek the board was made from, if any
     seek: int | None = None
+    #: the tournament and round the board was paired in, if any
+    tournament: str | None = None
+    round: int | None = None
 
 
 @dataclass(frozen=True)
@@ -111,3 +115,31 @@ class ChatSent(Event):
     kind = "chat-sent"
     user_id: int
     text: str
+
+
+@dataclass(frozen=True)
+class TournamentEvent(Event):
+    """Something that happened to a tournament (``board_id`` is None)."""
+
+    tournament_id: int
+
+
+@dataclass(frozen=True)
+class TournamentStarted(TournamentEvent):
+    kind = "tournament-started"
+
+
+@dataclass(frozen=True)
+class RoundStarted(TournamentEvent):
+    """A Swiss round was paired and its boards started (not round 1: see
+    TournamentStarted)."""
+
+    kind = "round-started"
+    round: int
+
+
+@dataclass(frozen=True)
+class TournamentFinished(TournamentEvent):
+    kind = "tournament-finished"
+    #: why it ended before its last round, if it did
+    note: str | None = None

@@ -59,6 +59,7 @@ from pbmserv.service.events import (
     RequestLapsed,
     RequestMade,
 )
+from pbmserv.service.ratings import rate_board
 
 _INSERT_EVENT = insert(BoardEvent)
 _QUEUE = (select(QueuedMove)
@@ -90,7 +91,7 @@ class GameService:
     # -- events -------------------------------------------------------------------------
     def _record(self, event: Event) -> None:
         self.events.append(event)
-        board = self.session.get(Board, event.board_id)
+        board = None if event.board_id is None else self.session.get(Board, event.board_id)
         if board is not None:
             self.boards[board.id] = board
         self.session.connection().execute(_INSERT_EVENT, {
@@ -109,6 +110,18 @@ class GameService:
         check_consent(self.session, engine.name, users)
         return self._create(engine, users, options, nag_days, forfeit_days)
 
+    def start_agreed(self, engine: AnyEngine, users: Sequence[User], flags: Sequence[str], *,
+                     nag_days: int, forfeit_days: int, tournament: str, round_: int) -> Board:
+        """Start a board its players agreed to in advance: a tournament's pairing.
+
+        Joining the tournament was their consent, so their challenge preferences
+        (accept, reject, limit) do not apply; everything else is as for a challenge.
+        """
+        options = self._options(engine, flags)
+        check_clock_days(nag_days, forfeit_days)
+        return self._create(engine, users, options, nag_days, forfeit_days,
+                            tournament=(tournament, round_))
+
     def _options(self, engine: AnyEngine, flags: Sequence[str]) -> tuple[str, ...]:
         try:
             return engine.check_options(flags)
@@ -116,7 +129,8 @@ class GameService:
             raise PlayerError(str(exc)) from None
 
     def _create(self, engine: AnyEngine, users: Sequence[User], options: Sequence[str],
-                nag_days: int, forfeit_days: int, seek: Seek | None = None) -> Board:
+                nag_days: int, forfeit_days: int, seek: Seek | None = None,
+                tournament: tuple[str, int] | None = None) -> Board:
         position = engine.new(options)
         board = Board(
             game=engine.name,
@@ -138,7 +152,9 @@ class GameService:
         self.session.flush()
         self.session.refresh(board)
         clock.schedule(self.session, board, self.now, new_turn=True)
-        self._record(BoardCreated(board.id, seek=seek.number if seek else None))
+        name, round_ = tournament or (None, None)
+        self._record(BoardCreated(board.id, seek=seek.number if seek else None,
+                                  tournament=name, round=round_))
         return board
 
     def seek(self, engine: AnyEngine, user: User, flags: Sequence[str], *, nag_days: int = 7,
@@ -272,6 +288,16 @@ class GameService:
         self.session.execute(delete(QueuedMove).where(QueuedMove.board_id == board.id))
         self._record(GameFinished(board.id, outcome.winner, outcome.termination, outcome.reason,
                                   by=by, comment=comment))
+        self._follow_up(board, by)
+
+    def _follow_up(self, board: Board, by: int | None) -> None:
+        """What any end of a game sets off: the players' ratings, then the next step
+        of its tournament, if it belongs to one (imported here: the tournament
+        service starts its boards through this class)."""
+        from pbmserv.service.tournaments import board_finished
+
+        rate_board(self.session, board, self.now)
+        board_finished(self, board, by)
 
     def resign(self, board: Board, user: User, *, comment: str = "") -> None:
         seat = self.seat_of(board, user)

@@ -1,0 +1,89 @@
+"""Game commands that look back: ratings, standings, history, record."""
+
+from __future__ import annotations
+
+from pbmserv.commands.args import board_number
+from pbmserv.commands.base import Command, Context, Invocation, Result, command
+from pbmserv.ratings import PROVISIONAL_RD, format_rating
+from pbmserv.records import to_text
+from pbmserv.render import render
+from pbmserv.service.accounts import existing_user
+from pbmserv.service.archive import record_of
+from pbmserv.service.boards import load_board
+from pbmserv.service.history import HISTORY_LIMIT, history, standings
+from pbmserv.service.ratings import rating_list, rating_of
+
+
+@command
+class Ratings(Command):
+    name = "ratings"
+    per_game = True
+    arguments = "[userid]"
+    summary = ("the Glicko-2 ratings of this game, best first, with their deviation (RD) "
+               "and games played; with a userid, that player's rating")
+    max_args = 1
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        engine = inv.engine
+        if inv.args:
+            user = existing_user(ctx.session, inv.args[0])
+            return Result(render("commands/rating.txt.j2", engine=engine, user=user,
+                                 found=rating_of(ctx.session, user, engine.name),
+                                 format_rating=format_rating, provisional=PROVISIONAL_RD),
+                          subject=f"{engine.title} rating of {user.userid}")
+        return Result(render("commands/ratings.txt.j2", engine=engine,
+                             rows=rating_list(ctx.session, engine.name),
+                             format_rating=format_rating, provisional=PROVISIONAL_RD),
+                      subject=f"{engine.title} ratings")
+
+
+@command
+class Standings(Command):
+    name = "standings"
+    per_game = True
+    summary = "wins, losses and draws of every player of this game"
+    max_args = 0
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        engine = inv.engine
+        return Result(render("commands/standings.txt.j2", engine=engine,
+                             rows=standings(ctx.session, engine.name)),
+                      subject=f"{engine.title} standings")
+
+
+@command
+class History(Command):
+    name = "history"
+    per_game = True
+    arguments = "userid"
+    summary = ("a player's finished boards of this game, the last first: opponent, "
+               "result, how it ended, rating change")
+    min_args = 1
+    max_args = 1
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        engine = inv.engine
+        user = existing_user(ctx.session, inv.args[0])
+        return Result(render("commands/history.txt.j2", engine=engine, user=user,
+                             games=history(ctx.session, user, engine.name),
+                             limit=HISTORY_LIMIT),
+                      subject=f"{engine.title} history of {user.userid}")
+
+
+@command
+class Record(Command):
+    name = "record"
+    per_game = True
+    arguments = "board"
+    summary = ("the full record of a board: tags in the PGN manner, then every move with "
+               "its time and comment (proper PGN for amoeba)")
+    min_args = 1
+    max_args = 1
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        engine = inv.engine
+        board = load_board(ctx.session, engine, board_number(inv.args[0]))
+        text = to_text(record_of(ctx.session, board, ctx.settings.server_name))
+        return Result(render("commands/record.txt.j2", engine=engine, board=board,
+                             record=text),
+                      subject=f"{engine.title} Board {board.number} record")
