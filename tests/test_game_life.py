@@ -3,8 +3,12 @@ consent to challenges, seeks, decline, comments on every act, and the board mail
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from sqlalchemy import select
 
+from pbmserv.config import Settings
 from pbmserv.db.models import Board, BoardEvent, BoardPlayer, Move, OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.games import get_engine
@@ -228,6 +232,16 @@ def test_players_say_whose_challenges_they_take(mailer: Mailer) -> None:
         "honeydonuts challenge carol bob")
     assert "write it as a move: honeydonuts move 101 userid password accept" in flat(
         mailer.reply("honeydonuts accept 101 bob pw-bob"))
+
+
+@pytest.mark.postgres
+def test_seek_join_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    db = Database(pg_url)
+    try:
+        test_seek_join_and_list(Mailer(db, Settings(database_url=pg_url,
+                                                    maildir=tmp_path / "mail")))
+    finally:
+        db.dispose()
 
 
 def test_seek_join_and_list(mailer: Mailer) -> None:
