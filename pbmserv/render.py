@@ -72,6 +72,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         autoescape=False,
+        auto_reload=False,  # templates do not change while the server runs
     )
     env.filters["wrap"] = wrap
     env.filters["duration"] = duration

@@ -178,6 +178,17 @@ def test_spectators_get_every_board_mail(mailer: Mailer) -> None:
     assert [m.to_addr for m in out] == ["bob@example.org", "alice@example.org"]
 
 
+def test_a_subscriber_who_signs_off_watches_no_more(mailer: Mailer, db: Database) -> None:
+    start(mailer)
+    mailer.signup("carol")
+    mailer.reply("honeydonuts subscribe 101 carol pw-carol")
+    assert board_row(db).watchers == 1
+    assert "is closed" in mailer.reply("signoff carol pw-carol")
+    assert board_row(db).watchers == 0
+    out = move(mailer, "alice", "a1-a2")
+    assert "Watching" not in to(out, "bob").body and len(out) == 2
+
+
 def test_notify_tells_of_every_finished_board(mailer: Mailer) -> None:
     start(mailer)
     mailer.signup("dave")

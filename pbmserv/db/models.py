@@ -72,6 +72,8 @@ class Board(Base):
     nags_sent: Mapped[int] = mapped_column(default=0)
     #: when the clock must look at the board next (None: never, the game is over)
     clock_due_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: how many subscribers watch the board (so a board without any reads none)
+    watchers: Mapped[int] = mapped_column(default=0)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 

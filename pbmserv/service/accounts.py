@@ -127,7 +127,11 @@ def close_account(session: Session, user: User, now: datetime | None = None) -> 
     for seek in session.scalars(select(Seek).where(Seek.user_id == user.id,
                                                    Seek.status == SeekStatus.OPEN)):
         seek.status = SeekStatus.WITHDRAWN
-    session.execute(delete(Subscription).where(Subscription.user_id == user.id))
+    for watching in session.scalars(select(Subscription).where(Subscription.user_id == user.id)):
+        board = session.get(Board, watching.board_id)
+        if board is not None:
+            board.watchers -= 1
+        session.delete(watching)
     session.execute(delete(GameNotify).where(GameNotify.user_id == user.id))
     user.closed_at = now or utcnow()
     # free the userid for someone new; the closed account keeps its games

@@ -83,6 +83,8 @@ _SUBSCRIBERS = "pbmserv.subscribers"
 
 def subscribers(session: Session, board: Board) -> list[User]:
     """Who watches the board (read once per session; see forget_subscribers)."""
+    if not board.watchers:
+        return []
     cache: dict[int, list[User]] = session.info.setdefault(_SUBSCRIBERS, {})
     found = cache.get(board.id)
     if found is None:

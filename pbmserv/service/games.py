@@ -472,9 +472,11 @@ class GameService:
                 raise PlayerError(f"{user.userid} plays board {board.number} and gets its "
                                   "board mails anyway", board=board)
             self.session.add(Subscription(board_id=board.id, user_id=user.id))
+            board.watchers += 1
             return True
         if not on and found is not None:
             self.session.delete(found)
+            board.watchers -= 1
             return True
         return False
 
