@@ -30,7 +30,7 @@ from pbmserv.service import throttle
 from pbmserv.service.accounts import existing_user, set_address, set_password
 from pbmserv.service.archive import finished_records, import_records
 from pbmserv.service.errors import PlayerError
-from pbmserv.timers import run_clocks
+from pbmserv.worker import WorkLoop
 
 EX_TEMPFAIL = 75
 EX_UNAVAILABLE = 69
@@ -56,15 +56,17 @@ def main(ctx: click.Context, verbose: bool) -> None:
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=2525, show_default=True, help="SMTP port.")
+@click.option("--workers", default=1, show_default=True,
+              help="Worker processes (processing, clock, sending); 0: a thread instead.")
 @click.pass_obj
-def serve(settings: Settings, host: str, port: int) -> None:
+def serve(settings: Settings, host: str, port: int, workers: int) -> None:
     """Listen for mail over SMTP, process it and send the replies."""
     from pbmserv.server import Server
 
     logging.getLogger("pbmserv").setLevel(logging.INFO)
     db = _db(settings)
     upgrade(db)
-    server = Server(db, settings, host, port)
+    server = Server(db, settings, host, port, workers=workers)
     server.start()
     where = (f"relay {settings.relay[0]}:{settings.relay[1]}" if settings.relay
              else f"Maildir {settings.maildir}")
@@ -112,26 +114,25 @@ def deliver(settings: Settings, sender: str | None) -> None:
 
 @main.command()
 @click.option("--loop", is_flag=True, help="Keep running, every few seconds.")
-@click.option("--interval", default=2.0, show_default=True)
+@click.option("--interval", default=2.0, show_default=True,
+              help="Seconds between rounds when nothing wakes the loop.")
+@click.option("--wake-fd", type=int, default=None, hidden=True,
+              help="A pipe that wakes the loop (set by 'serve').")
 @click.pass_obj
-def work(settings: Settings, loop: bool, interval: float) -> None:
+def work(settings: Settings, loop: bool, interval: float, wake_fd: int | None) -> None:
     """Process stored mail, run the clocks and send the outbox (for pipe setups
     without 'serve')."""
     db = _db(settings)
-    upgrade(db)
-    stop = threading.Event()
+    if wake_fd is None:
+        upgrade(db)  # a worker started by 'serve' finds the schema up to date
+    worker = WorkLoop(db, settings, wake_fd=wake_fd, interval=interval)
+    if not loop:
+        processed, sent = worker.once()
+        click.echo(f"processed {processed} message(s), sent {sent} mail(s)")
+        return
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    sender = Sender(db, settings)
-    while True:
-        processed = process_pending(db, settings)
-        run_clocks(db, settings)
-        sent = sender.send_due()
-        if not loop:
-            click.echo(f"processed {processed} message(s), sent {sent} mail(s)")
-            return
-        if stop.wait(interval):
-            return
+        signal.signal(sig, lambda *_: worker.stop())
+    worker.run()
 
 
 # -- database -----------------------------------------------------------------------

@@ -1,91 +1,102 @@
-"""``pbmserv serve``: the SMTP listener plus the workers behind it.
+"""``pbmserv serve``: the SMTP listener plus the work behind it.
 
-The listener stores mail and wakes the processor; the processor runs commands
-and wakes the sender; the sender empties the outbox; the clock nags and forfeits.
-Each worker also wakes on its own every little while, so nothing waits for a
-wake-up that was missed.
+The listener stores mail (group commit) and wakes the workers through pipes; each
+worker (pbmserv.worker) processes stored mail, runs the clock and sends the outbox.
+With ``workers`` > 0 they are processes of their own, started as ``pbmserv work
+--loop --wake-fd N``, niced so that acknowledging mail comes first, and ended by the
+kernel if the listener dies; with ``workers`` = 0 one runs in a thread here.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
+import subprocess
+import sys
 import threading
-from collections.abc import Callable
 
 from pbmserv.config import Settings
 from pbmserv.db.session import Database
 from pbmserv.intake.smtp import IntakeHandler, make_controller
 from pbmserv.intake.writer import IntakeWriter
-from pbmserv.processing import process_pending
-from pbmserv.sender.delivery import Sender
-from pbmserv.timers import run_clocks
+from pbmserv.worker import WorkLoop, die_with_parent, wake
 
 log = logging.getLogger(__name__)
+#: how much lower the workers' CPU priority is than the listener's
+WORKER_NICENESS = 5
 
 
-class Worker(threading.Thread):
-    """Runs ``job`` whenever woken, and at least every ``interval`` seconds."""
+def _pipe() -> tuple[int, int]:
+    """A pipe whose write end never blocks."""
+    read, write = os.pipe()
+    flags = fcntl.fcntl(write, fcntl.F_GETFL)
+    fcntl.fcntl(write, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+    return read, write
 
-    def __init__(self, name: str, job: Callable[[], int], interval: float) -> None:
-        super().__init__(name=name, daemon=True)
-        self.job = job
-        self.interval = interval
-        self.wakeup = threading.Event()
-        self.stopping = threading.Event()
 
-    def run(self) -> None:
-        while not self.stopping.is_set():
-            self.wakeup.wait(self.interval)
-            self.wakeup.clear()
-            try:
-                self.job()
-            except Exception:
-                log.exception("%s failed; will try again", self.name)
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self.wakeup.set()
-        self.join(timeout=30)
+def _worker_preexec() -> None:  # pragma: no cover - runs in the child
+    die_with_parent()
+    os.nice(WORKER_NICENESS)
 
 
 class Server:
     def __init__(self, db: Database, settings: Settings, host: str = "127.0.0.1",
-                 port: int = 2525, send_interval: float = 2.0,
-                 clock_interval: float = 60.0) -> None:
+                 port: int = 2525, *, workers: int = 0, interval: float = 2.0,
+                 clock_every: float = 60.0) -> None:
         self.db = db
         self.settings = settings
-        sender = Sender(db, settings)
-        self.sender = Worker("sender", sender.send_due, send_interval)
-        self.processor = Worker("processor", self._process, 5.0)
-        self.clock = Worker("clock", self._clock, clock_interval)
-        self.writer = IntakeWriter(db, on_stored=lambda _ids: self.processor.wakeup.set())
+        self.workers = workers
+        self.interval = interval
+        self.clock_every = clock_every
+        self.pipes: list[tuple[int, int]] = []
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.loop: WorkLoop | None = None
+        self.thread: threading.Thread | None = None
+        self.writer = IntakeWriter(db, on_stored=lambda _ids: self.wake())
         self.controller = make_controller(IntakeHandler(self.writer, settings), host, port,
                                           settings)
 
-    def _process(self) -> int:
-        done = process_pending(self.db, self.settings)
-        if done:
-            self.sender.wakeup.set()
-        return done
+    def wake(self) -> None:
+        for _, write in self.pipes:
+            wake(write)
 
-    def _clock(self) -> int:
-        done = run_clocks(self.db, self.settings)
-        if done:
-            self.sender.wakeup.set()
-        return done
+    def _spawn(self, read: int) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "pbmserv", "work", "--loop", "--wake-fd", str(read),
+             "--interval", str(self.interval)],
+            pass_fds=[read], preexec_fn=_worker_preexec,
+        )
 
     def start(self) -> None:
+        for _ in range(max(self.workers, 1)):
+            self.pipes.append(_pipe())
+        if self.workers:  # before any thread starts: the children are forked cleanly
+            self.processes = [self._spawn(read) for read, _ in self.pipes]
+        else:
+            self.loop = WorkLoop(self.db, self.settings, wake_fd=self.pipes[0][0],
+                                 interval=self.interval, clock_every=self.clock_every)
+            self.thread = threading.Thread(target=self.loop.run, name="worker", daemon=True)
+            self.thread.start()
         self.writer.start()
-        self.processor.start()
-        self.sender.start()
-        self.clock.start()
-        self.processor.wakeup.set()  # mail stored before a crash is processed now
-        self.sender.wakeup.set()
         self.controller.start()
+        self.wake()  # mail stored before a restart is processed now
 
     def stop(self) -> None:
         self.controller.stop()
         self.writer.stop()
-        self.processor.stop()
-        self.clock.stop()
-        self.sender.stop()
+        if self.loop is not None and self.thread is not None:
+            self.loop.stop()
+            self.wake()
+            self.thread.join(timeout=30)
+        for proc in self.processes:
+            proc.terminate()
+        for proc in self.processes:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for read, write in self.pipes:
+            os.close(read)
+            os.close(write)
+        self.pipes = []

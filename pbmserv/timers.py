@@ -24,7 +24,7 @@ def run_clocks(db: Database, settings: Settings, now: datetime | None = None) ->
     """Look at every board whose clock is due; returns how many were looked at."""
     done = 0
     for _ in range(MAX_BATCHES):
-        with db.transaction() as session:
+        with db.transaction(lazy=True) as session:
             service = GameService(session, now)
             boards = service.due_boards(BATCH)
             for board in boards:

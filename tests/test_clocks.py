@@ -178,8 +178,7 @@ def test_work_runs_the_clock(mailer: Mailer, db: Database, settings: Settings) -
 def test_serve_runs_the_clock(mailer: Mailer, db: Database, settings: Settings) -> None:
     start(mailer)
     time_passes(db, 8)
-    server = Server(db, settings, "127.0.0.1", free_port(), send_interval=0.1,
-                    clock_interval=0.1)
+    server = Server(db, settings, "127.0.0.1", free_port(), interval=0.1, clock_every=0.1)
     server.start()
     try:
         deadline = time.monotonic() + 20

@@ -20,7 +20,7 @@ from tests.conftest import free_port, make_mail, read_maildir
 
 @pytest.fixture
 def server(db: Database, settings: Settings) -> Iterator[Server]:
-    srv = Server(db, settings, "127.0.0.1", free_port(), send_interval=0.2)
+    srv = Server(db, settings, "127.0.0.1", free_port(), interval=0.2)
     srv.start()
     yield srv
     srv.stop()
@@ -131,7 +131,7 @@ def test_nul_in_the_envelope_is_stored_not_deferred(server: Server, db: Database
 def test_nul_in_the_envelope_is_stored_on_postgres(pg_url: str, tmp_path: Path) -> None:
     settings = Settings(database_url=pg_url, maildir=tmp_path / "mail")
     db = Database(pg_url)
-    srv = Server(db, settings, "127.0.0.1", free_port(), send_interval=0.2)
+    srv = Server(db, settings, "127.0.0.1", free_port(), interval=0.2)
     srv.start()
     try:
         assert nul_envelope_session(srv) == 250

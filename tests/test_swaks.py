@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(SWAKS is None,
 
 @pytest.fixture
 def port(db: Database, settings: Settings) -> Iterator[int]:
-    srv = Server(db, settings, "127.0.0.1", free_port(), send_interval=0.2)
+    srv = Server(db, settings, "127.0.0.1", free_port(), interval=0.2)
     srv.start()
     yield srv.controller.port
     srv.stop()

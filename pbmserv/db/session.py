@@ -10,16 +10,25 @@ makes writers queue.  PostgreSQL needs no gate: rows are locked, not the databas
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 #: execution option of the engine that only reads (see _sqlite_begin)
 READ_ONLY = "pbmserv_read_only"
+#: execution option of the engine whose commits need not reach the disk at once
+LAZY = "pbmserv_lazy_commit"
+#: execution option of the engine whose writer someone waits for (see _sqlite_begin)
+URGENT = "pbmserv_urgent"
+#: how often an urgent writer asks again for SQLite's lock held by another process
+URGENT_RETRY = 0.0005
+BUSY_TIMEOUT = 30.0
 
 
 def make_engine(url: str) -> Engine:
@@ -28,11 +37,15 @@ def make_engine(url: str) -> Engine:
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 30}, hide_parameters=True)
+        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT},
+                               hide_parameters=True)
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    return create_engine(url, pool_pre_ping=True, hide_parameters=True)
+    engine = create_engine(url, pool_pre_ping=True, hide_parameters=True)
+    if engine.dialect.name == "postgresql":
+        event.listen(engine, "begin", _postgres_begin)
+    return engine
 
 
 def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -42,17 +55,41 @@ def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=FULL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
     cursor.close()
 
 
 def _sqlite_begin(conn: Any) -> None:
     # A writer takes the write lock up front: two writers queue instead of deadlocking.
     # A reader takes none (WAL lets it read while another connection writes).
-    if conn.get_execution_options().get(READ_ONLY):
+    options = conn.get_execution_options()
+    if options.get(READ_ONLY):
         conn.exec_driver_sql("BEGIN DEFERRED")
-    else:
+        return
+    conn.exec_driver_sql("PRAGMA synchronous=" + ("NORMAL" if options.get(LAZY) else "FULL"))
+    if not options.get(URGENT):
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+        return
+    # SQLite's own busy handler sleeps ever longer (up to 100 ms a time) while another
+    # process writes; an urgent writer asks again every half millisecond instead
+    conn.exec_driver_sql("PRAGMA busy_timeout=0")
+    try:
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        while True:
+            try:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                return
+            except OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(URGENT_RETRY)
+    finally:
+        conn.exec_driver_sql(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+
+
+def _postgres_begin(conn: Any) -> None:
+    if conn.get_execution_options().get(LAZY):
+        conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
 
 
 class WriteGate:
@@ -98,6 +135,10 @@ class Database:
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         self.read_sessions = sessionmaker(self.engine.execution_options(**{READ_ONLY: True}),
                                           expire_on_commit=False)
+        self.lazy_sessions = sessionmaker(self.engine.execution_options(**{LAZY: True}),
+                                          expire_on_commit=False)
+        self.urgent_sessions = sessionmaker(self.engine.execution_options(**{URGENT: True}),
+                                            expire_on_commit=False)
         self.gate = WriteGate() if self.is_sqlite else None
 
     @property
@@ -113,15 +154,25 @@ class Database:
         return self.gate is not None and self.gate.urgent_waiting
 
     @contextmanager
-    def transaction(self, *, urgent: bool = False) -> Iterator[Session]:
+    def transaction(self, *, urgent: bool = False, lazy: bool = False) -> Iterator[Session]:
         """A session whose work commits on success and rolls back on any error.
 
         ``urgent``: someone waits for this write (an SMTP acknowledgement); on SQLite
         it goes before the other writers of this process.
+
+        ``lazy``: the commit need not be on disk before it returns (SQLite's
+        synchronous=NORMAL, PostgreSQL's synchronous_commit=off).  A power cut may
+        lose it, never half of it.  For work that can be done again from what is on
+        disk: processing a stored mail (its effects are lost together with its "done"
+        mark, so it is processed again).  Whatever is acknowledged or sent goes through
+        a durable commit first, and the log is written in order, so that commit puts
+        every lazy commit before it on disk too.
         """
         gate = self.gate.hold(urgent) if self.gate is not None else nullcontext()
         with gate:
-            session = self.sessions()
+            maker = (self.urgent_sessions if urgent else
+                     self.lazy_sessions if lazy else self.sessions)
+            session = maker()
             try:
                 with session.begin():
                     yield session

@@ -41,20 +41,8 @@ class IntakeHandler:
         raw = envelope.original_content or envelope.content or b""
         if isinstance(raw, str):
             raw = raw.encode("utf-8", "surrogateescape")
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[int | None] = loop.create_future()
-
-        def done(stored: int | None, error: BaseException | None) -> None:
-            def settle() -> None:
-                if answer.done():
-                    return
-                if error is None:
-                    answer.set_result(stored)
-                else:
-                    answer.set_exception(error)
-            loop.call_soon_threadsafe(settle)
-
-        self.writer.submit(Pending(bytes(raw), envelope.mail_from or "<>", done))
+        answer: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+        self.writer.submit(Pending(bytes(raw), envelope.mail_from or "<>", answer))
         try:
             stored = await answer
         except Exception:

@@ -13,12 +13,13 @@ from email.parser import BytesHeaderParser
 from email.policy import compat32
 from typing import Any
 
-from sqlalchemy import insert
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import InboundMessage
 from pbmserv.db.session import Database
+from pbmserv.db.status import InboundStatus
 from pbmserv.mail.headers import address_of, header
 from pbmserv.mail.parse import MAX_HEADER_BYTES
 from pbmserv.mail.text import clean_line
@@ -50,18 +51,18 @@ def dedupe_key(raw: bytes, envelope_from: str) -> str | None:
     return identify(raw, clean_envelope(envelope_from))[1]
 
 
+# INSERT ... ON CONFLICT (dedupe_key) DO NOTHING RETURNING id: no id, a redelivery
+_INSERTS: dict[str, Any] = {
+    "sqlite": sqlite.insert(InboundMessage).on_conflict_do_nothing(
+        index_elements=["dedupe_key"]).returning(InboundMessage.id),
+    "postgresql": postgresql.insert(InboundMessage).on_conflict_do_nothing(
+        index_elements=["dedupe_key"]).returning(InboundMessage.id),
+}
+
+
 def _insert(session: Session, values: dict[str, Any]) -> int | None:
-    dialect = session.get_bind().dialect.name
-    stmt: Any
-    if dialect == "sqlite":
-        stmt = sqlite.insert(InboundMessage).on_conflict_do_nothing(
-            index_elements=["dedupe_key"])
-    elif dialect == "postgresql":
-        stmt = postgresql.insert(InboundMessage).on_conflict_do_nothing(
-            index_elements=["dedupe_key"])
-    else:  # pragma: no cover - the two databases pbmserv runs on are handled above
-        stmt = insert(InboundMessage)
-    row = session.execute(stmt.values(**values).returning(InboundMessage.id)).first()
+    connection = session.connection()
+    row = connection.execute(_INSERTS[connection.dialect.name], values).first()
     return None if row is None else int(row[0])
 
 
@@ -73,7 +74,8 @@ def store_batch(db: Database, mails: Sequence[tuple[bytes, str]]) -> list[int | 
         envelope = clean_envelope(envelope_from)
         sender, key = identify(raw, envelope)
         rows.append({"raw": raw, "envelope_from": envelope, "sender": sender[:320],
-                     "dedupe_key": key})
+                     "dedupe_key": key, "received_at": utcnow(),
+                     "status": InboundStatus.NEW})
     with db.transaction(urgent=True) as session:
         return [_insert(session, values) for values in rows]
 

@@ -7,11 +7,13 @@ Under load many mails share a commit; a lone mail is stored at once.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pbmserv.db.session import Database
 from pbmserv.intake.store import store_batch
@@ -25,8 +27,19 @@ MAX_BATCH = 200
 class Pending:
     raw: bytes
     envelope_from: str
-    #: called from the writer's thread: (id or None for a redelivery, or the error)
-    done: Callable[[int | None, BaseException | None], None]
+    #: the session's answer: the mail's id, None for a redelivery, or the error
+    answer: asyncio.Future[int | None]
+
+
+def _settle(answers: list[tuple[asyncio.Future[int | None], int | None,
+                                BaseException | None]]) -> None:
+    for answer, stored, error in answers:
+        if answer.done():
+            continue
+        if error is None:
+            answer.set_result(stored)
+        else:
+            answer.set_exception(error)
 
 
 class IntakeWriter(threading.Thread):
@@ -65,15 +78,19 @@ class IntakeWriter(threading.Thread):
                 return
 
     def _store(self, batch: list[Pending]) -> None:
+        error: BaseException | None = None
+        ids: list[int | None] = [None] * len(batch)
         try:
             ids = store_batch(self.db, [(p.raw, p.envelope_from) for p in batch])
         except Exception as exc:  # the database said no: every sender is told to retry
             log.error("could not store %d message(s): %s", len(batch), type(exc).__name__)
-            for item in batch:
-                item.done(None, exc)
-            return
+            error = exc
+        # one wake-up of each event loop for the whole batch
+        by_loop: dict[asyncio.AbstractEventLoop, list[Any]] = {}
         for item, stored in zip(batch, ids, strict=True):
-            item.done(stored, None)
+            by_loop.setdefault(item.answer.get_loop(), []).append((item.answer, stored, error))
+        for loop, answers in by_loop.items():
+            loop.call_soon_threadsafe(_settle, answers)
         fresh = [i for i in ids if i is not None]
         if fresh:
             self.on_stored(fresh)

@@ -17,6 +17,7 @@ replay), so it never blocks the mails behind it.
 from __future__ import annotations
 
 import logging
+import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,6 +44,9 @@ BATCH = 50
 TRANSIENT_RETRIES = 5
 #: a mail that hits a unique constraint (a race with another process) is run again
 RACE_RETRIES = 3
+#: a batch's transaction commits after this long, so that it never holds SQLite's
+#: write lock for long from another process (the intake's, say)
+BATCH_SECONDS = 0.02
 
 
 @dataclass
@@ -137,14 +141,16 @@ def run_batch(db: Database, settings: Settings,
         try:
             # flushed where a query must see what is pending (see views.board_summary),
             # not before every query: flushing is most of what a move costs
-            with db.transaction() as session, session.no_autoflush:
+            with db.transaction(lazy=True) as session, session.no_autoflush:
                 mine = claim(session, db, batch)
                 now = utcnow()
+                started = time.monotonic()
                 for stored in batch:
                     if stored.id not in mine:
                         continue
-                    if handled and db.urgent_waiting:
-                        gave_way = True  # the intake waits: commit what is done
+                    if handled and (db.urgent_waiting
+                                    or time.monotonic() - started > BATCH_SECONDS):
+                        gave_way = True  # commit what is done; the rest comes next
                         break
                     if stored.id not in failed:
                         _run_one(session, settings, stored, now)
@@ -180,6 +186,10 @@ def _run_one(session: Session, settings: Settings, stored: Stored, now: object) 
         session.connection().execute(_DONE, {
             "inbound_id": stored.id, "status": status, "now": now,
             "error": mail.silent_reason or mail.refusal or None})
+        # what this mail loaded is of no use to the next: a session that grew with
+        # the batch would make every flush look through all of it
+        session.flush()
+        session.expunge_all()
     except OperationalError:
         raise  # the transaction itself is in trouble: the batch is tried again
     except IntegrityError:
@@ -223,11 +233,18 @@ def process_pending(db: Database, settings: Settings) -> int:
     failed) waits for the next call."""
     done = 0
     after = 0
-    while batch := read_pending(db, settings, after):
+    batch: list[Stored] = []
+    while True:
+        if not batch:
+            batch = read_pending(db, settings, after)
+            if not batch:
+                return done
         handled, gave_way = run_batch(db, settings, batch)
         done += len(handled)
-        after = handled[-1] if gave_way else batch[-1].id
-    return done
+        if gave_way:  # go on with the rest, parsed already
+            batch = [s for s in batch if s.id > handled[-1]]
+        else:
+            after, batch = batch[-1].id, []
 
 
 def process_message(db: Database, settings: Settings, inbound_id: int) -> str:

@@ -1,0 +1,90 @@
+"""The work behind the intake: processing stored mail, the clock, the sender.
+
+One loop does all three, woken through a pipe whenever the intake has stored mail
+(and every ``interval`` seconds anyway, so a lost wake-up only delays).  ``pbmserv
+serve`` runs it in worker processes of their own (``--workers``), so the intake, in
+the listening process, never waits for move processing; or in a thread
+(``--workers 0``).  ``pbmserv work --loop`` runs it for pipe setups.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import select
+import signal
+import threading
+import time
+
+from pbmserv.config import Settings
+from pbmserv.db.session import Database
+from pbmserv.processing import process_pending
+from pbmserv.sender.delivery import Sender
+from pbmserv.timers import run_clocks
+
+log = logging.getLogger(__name__)
+#: how often the clock looks for due boards
+CLOCK_EVERY = 60.0
+_PR_SET_PDEATHSIG = 1
+
+
+def wake(fd: int) -> None:
+    """Wake the loop reading the other end of the pipe ``fd`` (never blocks)."""
+    # the pipe full: a wake-up is pending already; broken: the worker is gone
+    with contextlib.suppress(BlockingIOError, BrokenPipeError):
+        os.write(fd, b"!")
+
+
+def die_with_parent() -> None:
+    """On Linux, have the kernel end this process when its parent ends."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
+class WorkLoop:
+    def __init__(self, db: Database, settings: Settings, *, wake_fd: int | None = None,
+                 interval: float = 2.0, clock_every: float = CLOCK_EVERY) -> None:
+        self.db = db
+        self.settings = settings
+        self.wake_fd = wake_fd
+        self.interval = interval
+        self.clock_every = clock_every
+        self.sender = Sender(db, settings)
+        self.stopping = threading.Event()
+        self._next_clock = 0.0
+
+    def once(self) -> tuple[int, int]:
+        """One round: process what is stored, run the clock if due, send what is due."""
+        processed = process_pending(self.db, self.settings)
+        if time.monotonic() >= self._next_clock:
+            run_clocks(self.db, self.settings)
+            self._next_clock = time.monotonic() + self.clock_every
+        sent = self.sender.send_due()
+        return processed, sent
+
+    def _wait(self) -> None:
+        if self.wake_fd is None:
+            self.stopping.wait(self.interval)
+            return
+        ready, _, _ = select.select([self.wake_fd], [], [], self.interval)
+        if ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self.wake_fd, 65536)  # every wake-up so far, at once
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                processed, _ = self.once()
+            except Exception:
+                log.exception("worker round failed; will try again")
+                processed = 0
+            if not processed and not self.stopping.is_set():
+                self._wait()
+
+    def stop(self) -> None:
+        self.stopping.set()
