@@ -130,13 +130,13 @@ class Replies(threading.Thread):
     def __init__(self, maildir: Path) -> None:
         super().__init__(daemon=True)
         self.new = maildir / "new"
-        self.seen: set[str] = set()
         self.arrived: dict[str, float] = {}
         self.cond = threading.Condition()
         self.stopping = False
 
     def run(self) -> None:
         parser = BytesHeaderParser()
+        cur = self.new.parent / "cur"
         while not self.stopping:
             try:
                 names = os.listdir(self.new)
@@ -144,11 +144,10 @@ class Replies(threading.Thread):
                 names = []
             now = time.monotonic()
             for name in names:
-                if name in self.seen:
-                    continue
-                self.seen.add(name)
                 with open(self.new / name, "rb") as fh:
                     ref = parser.parsebytes(fh.read()).get("In-Reply-To")
+                cur.mkdir(exist_ok=True)
+                os.replace(self.new / name, cur / name)  # read: as a mail client does
                 if ref:
                     with self.cond:
                         self.arrived[str(ref)] = now

@@ -127,7 +127,7 @@ def work(settings: Settings, loop: bool, interval: float, wake_fd: int | None) -
         upgrade(db)  # a worker started by 'serve' finds the schema up to date
     worker = WorkLoop(db, settings, wake_fd=wake_fd, interval=interval)
     if not loop:
-        processed, sent = worker.once()
+        processed, sent = worker.drain()
         click.echo(f"processed {processed} message(s), sent {sent} mail(s)")
         return
     for sig in (signal.SIGINT, signal.SIGTERM):

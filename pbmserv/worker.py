@@ -59,13 +59,23 @@ class WorkLoop:
         self._next_clock = 0.0
 
     def once(self) -> tuple[int, int]:
-        """One round: process what is stored, run the clock if due, send what is due."""
-        processed = process_pending(self.db, self.settings)
+        """One round: process a batch of stored mail, run the clock if due, send what
+        is due (so replies go out batch by batch, however much mail waits)."""
+        processed = process_pending(self.db, self.settings, reads=1)
         if time.monotonic() >= self._next_clock:
             run_clocks(self.db, self.settings)
             self._next_clock = time.monotonic() + self.clock_every
         sent = self.sender.send_due()
         return processed, sent
+
+    def drain(self) -> tuple[int, int]:
+        """Rounds until nothing stored waits; returns how many were processed and sent."""
+        processed = sent = 0
+        while True:
+            done, out = self.once()
+            processed, sent = processed + done, sent + out
+            if not done:
+                return processed, sent
 
     def _wait(self) -> None:
         if self.wake_fd is None:

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from pbmserv.config import Settings
-from pbmserv.db.models import Board, Move, OutboxMessage
+from pbmserv.db.models import Board, InboundMessage, Move, OutboxMessage, User
 from pbmserv.db.session import Database
 from tests.conftest import Mailer, make_mail
 
@@ -94,3 +94,60 @@ def test_postgres_whole_game(pg_url: str, tmp_path: Path) -> None:
     assert "Game won by alice (Red): Blue's King was pushed off the board." in text
     assert "honeydonuts   Honeydonuts, 0 boards in play" in mailer.reply("list")
     db.dispose()
+
+
+def test_one_senders_flood_keeps_no_one_waiting(mailer: Mailer, db: Database,
+                                                 settings: Settings) -> None:
+    from pbmserv.intake.store import store_message
+    from pbmserv.processing.batches import process_pending
+
+    flood = [i for i in (store_message(db, make_mail("help", sender="flood@example.org",
+                                                     Precedence="bulk"), "flood@example.org")
+                         for _ in range(120)) if i is not None]
+    late = store_message(db, make_mail("signup alice pw", sender="alice@example.org"),
+                         "alice@example.org")
+    assert late is not None
+    assert process_pending(db, settings, reads=1) == 6  # one batch: 5 of the flood
+    with db.transaction() as s:
+        done = {m.id: m.status for m in s.scalars(select(InboundMessage))}
+    assert done[late] == "done"  # in the first batch, though stored last
+    handled = [i for i in flood if done[i] != "new"]
+    assert handled == flood[:5]  # the flood's own oldest five, in their order
+
+
+def apply_in_order_with_two_workers(url: str, tmp_path: Path) -> None:
+    db = Database(url)
+    settings = Settings(database_url=url, maildir=tmp_path / "mail")
+    mailer = Mailer(db, settings)
+    users = [f"u{n}" for n in range(6)]
+    mailer.signup(*users)
+    from pbmserv.intake.store import store_message
+    for k in range(1, 16):
+        for uid in users:
+            store_message(db, make_mail(f"change address {uid} pw-{uid} {uid}-{k}@example.org",
+                                        sender=f"{uid}@example.org"), f"{uid}@example.org")
+    env = dict(os.environ, PBMSERV_DATABASE_URL=url, PBMSERV_MAILDIR=str(settings.maildir))
+    procs = [subprocess.Popen([sys.executable, "-m", "pbmserv", "work"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+             for _ in range(2)]
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0
+    subprocess.run([sys.executable, "-m", "pbmserv", "work"], env=env, check=True,
+                   stdout=subprocess.DEVNULL)  # anything left to one of them
+    with db.transaction() as s:
+        emails = {u.userid: u.email for u in s.scalars(select(User))}
+        statuses = list(s.scalars(select(InboundMessage.status)))
+        replies = list(s.scalars(select(OutboxMessage.inbound_id)))
+    db.dispose()
+    assert set(statuses) == {"done"}
+    assert len(replies) == len(set(replies)) == len(statuses)  # each mail answered once
+    assert emails == {uid: f"{uid}-15@example.org" for uid in users}  # in each sender's order
+
+
+def test_sqlite_two_workers_keep_each_senders_order(db_url: str, tmp_path: Path) -> None:
+    apply_in_order_with_two_workers(db_url, tmp_path)
+
+
+@pytest.mark.postgres
+def test_postgres_two_workers_keep_each_senders_order(pg_url: str, tmp_path: Path) -> None:
+    apply_in_order_with_two_workers(pg_url, tmp_path)

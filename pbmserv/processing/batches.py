@@ -21,8 +21,9 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -40,6 +41,8 @@ from pbmserv.render import render
 log = logging.getLogger(__name__)
 #: mails read, parsed and run together
 BATCH = 50
+#: in one batch, at most this many mails of one sender
+PER_SENDER = 5
 #: a batch is tried again this often when the database says "not now"
 TRANSIENT_RETRIES = 5
 #: a mail that hits a unique constraint (a race with another process) is run again
@@ -59,16 +62,37 @@ class Stored:
     error: str = ""
 
 
-def read_pending(db: Database, settings: Settings, after: int,
-                 limit: int = BATCH) -> list[Stored]:
-    """The oldest unprocessed mails after ``after``, parsed (no write lock held)."""
+# every sender's unprocessed mails, numbered in the order they came
+_QUEUED = (select(InboundMessage.id,
+                  func.row_number().over(partition_by=InboundMessage.sender,
+                                         order_by=InboundMessage.id).label("turn"))
+           .where(InboundMessage.status == InboundStatus.NEW).subquery())
+#: the next mails to run: each sender's oldest first, then their second oldest...
+_NEXT = (select(_QUEUED.c.id).where(_QUEUED.c.turn <= PER_SENDER)
+         .order_by(_QUEUED.c.turn, _QUEUED.c.id).limit(bindparam("limit")))
+_RAW = select(InboundMessage.id, InboundMessage.raw, InboundMessage.envelope_from,
+              InboundMessage.sender).where(InboundMessage.id.in_(bindparam("ids", expanding=True)))
+
+
+def read_pending(db: Database, settings: Settings, limit: int = BATCH) -> list[Stored]:
+    """Unprocessed mails, parsed (no write lock held): each sender's oldest first, so
+    that one sender's flood of mail never keeps the others waiting, and every
+    sender's mails in the order they came."""
     with db.reading() as session:
-        rows = session.execute(
-            select(InboundMessage.id, InboundMessage.raw, InboundMessage.envelope_from,
-                   InboundMessage.sender)
-            .where(InboundMessage.status == InboundStatus.NEW, InboundMessage.id > after)
-            .order_by(InboundMessage.id).limit(limit)
-        ).all()
+        ids = list(session.scalars(_NEXT, {"limit": limit}))
+        found = {row.id: row for row in session.execute(_RAW, {"ids": ids})} if ids else {}
+    return _parsed(settings, [found[i] for i in ids if i in found])
+
+
+def read_one(db: Database, settings: Settings, inbound_id: int) -> list[Stored]:
+    """One unprocessed mail, parsed (none if it is not new)."""
+    with db.reading() as session:
+        rows = session.execute(_RAW.where(InboundMessage.status == InboundStatus.NEW),
+                               {"ids": [inbound_id]}).all()
+    return _parsed(settings, rows)
+
+
+def _parsed(settings: Settings, rows: Sequence[Any]) -> list[Stored]:
     out = []
     for row in rows:
         try:
@@ -227,29 +251,32 @@ def mark_failed(db: Database, settings: Settings, inbound_id: int, error: str,
     return InboundStatus.FAILED
 
 
-def process_pending(db: Database, settings: Settings) -> int:
-    """Process every stored message not yet processed, oldest first; returns how many
-    were handled.  One that stays new (held elsewhere, or even marking it failed
-    failed) waits for the next call."""
+def process_pending(db: Database, settings: Settings, *, reads: int | None = None) -> int:
+    """Process every stored message not yet processed, oldest first (or only those of
+    the first ``reads`` batches read); returns how many were handled.  One that stays
+    new (held elsewhere, or even marking it failed failed) waits for the next call."""
     done = 0
-    after = 0
+    seen: set[int] = set()  # what stays new (held elsewhere) is read again next call
     batch: list[Stored] = []
     while True:
         if not batch:
-            batch = read_pending(db, settings, after)
+            if reads is not None:
+                if reads == 0:
+                    return done
+                reads -= 1
+            batch = [s for s in read_pending(db, settings) if s.id not in seen]
             if not batch:
                 return done
+            seen.update(s.id for s in batch)
         handled, gave_way = run_batch(db, settings, batch)
         done += len(handled)
-        if gave_way:  # go on with the rest, parsed already
-            batch = [s for s in batch if s.id > handled[-1]]
-        else:
-            after, batch = batch[-1].id, []
+        # after giving way, go on with the rest of the batch, parsed already
+        batch = batch[[s.id for s in batch].index(handled[-1]) + 1:] if gave_way else []
 
 
 def process_message(db: Database, settings: Settings, inbound_id: int) -> str:
     """Process one stored message (if still new); returns its status afterwards."""
-    batch = [s for s in read_pending(db, settings, inbound_id - 1, 1) if s.id == inbound_id]
+    batch = read_one(db, settings, inbound_id)
     if batch:
         run_batch(db, settings, batch)
     with db.reading() as session:

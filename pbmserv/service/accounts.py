@@ -44,7 +44,7 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
     """
     now = now or utcnow()
     keys = (account_key(userid), sender_key(sender))
-    counted = throttled(session, keys)
+    counted = throttled(session, *keys)
     until = max((u for k, u in counted.items() if u is not None and u > now), default=None)
     if until is not None:
         minutes = max(1, math.ceil((until - now).total_seconds() / 60))

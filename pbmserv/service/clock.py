@@ -77,18 +77,23 @@ def next_deadline(board: Board) -> timedelta:
     return min(nag, board.forfeit_days * DAY)
 
 
-def schedule(session: Session, board: Board, now: datetime, *, new_turn: bool = False) -> None:
-    """Set when the clock looks at the board next (idle time only grows off vacation).
+def first_deadline(board: Board, now: datetime) -> datetime:
+    """When the clock first looks at a turn that starts now.
 
-    For a turn that starts now nothing need be read: the first nag is due one nag
-    time from now; if the player is on vacation then, the clock looks again and
-    finds it not yet due (an early look costs nothing, a late one a late nag).
+    Nothing need be read: the first nag is due one nag time from now; if the player
+    is on vacation then, the clock looks again and finds it not yet due (an early
+    look costs nothing, a late one a late nag).
     """
+    return now + min(board.nag_days, board.forfeit_days) * DAY
+
+
+def schedule(session: Session, board: Board, now: datetime, *, new_turn: bool = False) -> None:
+    """Set when the clock looks at the board next (idle time only grows off vacation)."""
     if board.finished:
         board.clock_due_at = None
         return
     if new_turn:
-        board.clock_due_at = now + next_deadline(board)
+        board.clock_due_at = first_deadline(board, now)
         return
     waited = idle(session, board, now)
     due = now + max(next_deadline(board) - waited, timedelta())

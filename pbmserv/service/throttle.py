@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import bindparam, delete, or_, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import AuthThrottle
@@ -22,8 +22,9 @@ FIRST_LOCK = timedelta(minutes=1)
 MAX_LOCK = timedelta(days=1)
 
 
+# the two keys of a password check (an IN list would be compiled afresh every time)
 _COUNTED = select(AuthThrottle.key, AuthThrottle.locked_until).where(
-    AuthThrottle.key.in_(bindparam("keys", expanding=True)))
+    or_(AuthThrottle.key == bindparam("account"), AuthThrottle.key == bindparam("sender")))
 
 
 def account_key(userid: str) -> str:
@@ -34,10 +35,10 @@ def sender_key(address: str) -> str:
     return f"sender:{address.lower()[:300]}"
 
 
-def throttled(session: Session, keys: Iterable[str]) -> dict[str, datetime | None]:
-    """The keys among ``keys`` with failures counted, and until when each is locked."""
+def throttled(session: Session, account: str, sender: str) -> dict[str, datetime | None]:
+    """Of the two keys, those with failures counted, and until when each is locked."""
     return {row[0]: row[1] for row in session.connection().execute(
-        _COUNTED, {"keys": list(keys)})}
+        _COUNTED, {"account": account, "sender": sender})}
 
 
 def lock_length(failures: int) -> timedelta:
