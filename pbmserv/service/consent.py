@@ -82,6 +82,13 @@ def check_consent(session: Session, game: str, users: Sequence[User]) -> None:
     """Refuse a new board that one of its players does not take."""
     if len({u.id for u in users}) < len(users):
         raise PlayerError("a player cannot play against themselves")
+    ids = [u.id for u in users]
+    # players who never said anything take everyone's challenges: one read finds that
+    policies = {p.user_id: p for p in session.scalars(
+        select(ChallengePolicy).where(ChallengePolicy.user_id.in_(ids),
+                                      ChallengePolicy.game == game))}
+    if not policies:
+        return
     for user in users:
         for other in users:
             if other.id != user.id and not takes_from(session, user, game, other):

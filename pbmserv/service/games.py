@@ -157,14 +157,11 @@ class GameService:
             turn_started_at=self.now,
             created_at=self.now,
             updated_at=self.now,
+            players=[BoardPlayer(seat=seat, user=user) for seat, user in enumerate(users)],
         )
+        board.clock_due_at = clock.first_deadline(board, self.now)
         self.session.add(board)
         self.session.flush()
-        for seat, user in enumerate(users):
-            self.session.add(BoardPlayer(board_id=board.id, seat=seat, user_id=user.id))
-        self.session.flush()
-        self.session.refresh(board)
-        clock.schedule(self.session, board, self.now, new_turn=True)
         name, round_ = tournament or (None, None)
         self._record(BoardCreated(board.id, seek=seek.number if seek else None,
                                   tournament=name, round=round_))
