@@ -21,8 +21,10 @@ test: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest -q
 
+# make bench BENCH="--processes 2 --database-url postgresql+psycopg://postgres@127.0.0.1/pbmserv_bench"
 bench: $(STAMP)
-	$(BIN)/python bench/load.py
+	$(BIN)/python bench/throughput.py $(BENCH)
+	$(BIN)/python bench/flat_cost.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
