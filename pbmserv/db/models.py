@@ -74,6 +74,8 @@ class Board(Base):
     clock_due_at: Mapped[datetime | None] = mapped_column(default=None)
     #: how many subscribers watch the board (so a board without any reads none)
     watchers: Mapped[int] = mapped_column(default=0)
+    #: how many conditional moves wait on the board (likewise)
+    queued: Mapped[int] = mapped_column(default=0)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
