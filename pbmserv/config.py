@@ -21,6 +21,8 @@ class Settings:
     relay: tuple[str, int] | None = None
     maildir: Path = field(default_factory=lambda: Path("var/mail"))
     max_message_size: int = DEFAULT_MAX_SIZE
+    #: the key of move-by-reply addresses (None: one the server makes and keeps)
+    secret: str | None = None
 
     @property
     def address(self) -> str:
@@ -50,4 +52,5 @@ class Settings:
             relay=relay,
             maildir=Path(env.get("PBMSERV_MAILDIR", "var/mail")),
             max_message_size=int(env.get("PBMSERV_MAX_SIZE", DEFAULT_MAX_SIZE)),
+            secret=env.get("PBMSERV_SECRET") or None,
         )

@@ -56,7 +56,7 @@ def make_mail(subject: str, body: str = "", sender: str = "alice@example.org",
               message_id: str | None = None, **headers: str) -> bytes:
     msg = EmailMessage()
     msg["From"] = sender
-    msg["To"] = "pbmserv@localhost"
+    msg["To"] = headers.pop("To", "pbmserv@localhost")
     msg["Subject"] = subject
     msg["Message-ID"] = message_id or f"<test{next(_counter)}@example.org>"
     for name, value in headers.items():

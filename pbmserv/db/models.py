@@ -10,6 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from pbmserv.db.base import Base, utcnow
 from pbmserv.db.status import (
     BoardStatus,
+    DigestMode,
     InboundStatus,
     OutboxStatus,
     RequestKind,
@@ -262,6 +263,10 @@ class OutboxMessage(Base):
     subject: Mapped[str] = mapped_column(String(255))
     body: Mapped[str] = mapped_column(Text)
     in_reply_to: Mapped[str | None] = mapped_column(String(1000), default=None)
+    #: where the recipient's reply should go (a move-by-reply address), if not to us
+    reply_to: Mapped[str | None] = mapped_column(String(320), default=None)
+    #: the same mail as HTML (sent as multipart/alternative), if there is one
+    html_body: Mapped[str | None] = mapped_column(Text, default=None)
     status: Mapped[OutboxStatus] = mapped_column(StrEnumType(OutboxStatus),
                                                  default=OutboxStatus.PENDING)
     attempts: Mapped[int] = mapped_column(default=0)
@@ -400,3 +405,28 @@ class ImportedBoard(Base):
     event: Mapped[str | None] = mapped_column(String(200), default=None)
     round: Mapped[int | None] = mapped_column(default=None)
     imported_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class MailPrefs(Base):
+    """How a player wants their mail (no row: HTML parts on, no digest)."""
+
+    __tablename__ = "mail_prefs"
+    __table_args__ = (Index("ix_mail_prefs_digest_next_at", "digest_next_at"),)
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    html: Mapped[bool] = mapped_column(default=True)
+    digest: Mapped[DigestMode] = mapped_column(StrEnumType(DigestMode), default=DigestMode.OFF)
+    #: the hour (UTC) of the digest; the second one, with TWICE, comes 12 hours later
+    digest_hour: Mapped[int] = mapped_column(default=18)
+    digest_next_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: the last event a digest has covered (board_events.id)
+    digest_event_id: Mapped[int] = mapped_column(default=0)
+
+
+class ServerSecret(Base):
+    """A secret the server made for itself (the key of move-by-reply addresses)."""
+
+    __tablename__ = "server_secrets"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(128))

@@ -13,6 +13,7 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from pbmserv.config import Settings
 from pbmserv.intake.writer import IntakeWriter, Pending
+from pbmserv.mail.addresses import is_ours
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ class IntakeHandler:
 
     async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,
                           address: str, rcpt_options: list[str]) -> str:
-        if address.lower() not in self.settings.addresses:
+        if not is_ours(address, self.settings.addresses):
             return NO_SUCH_USER.format(", ".join(self.settings.addresses))
         envelope.rcpt_tos.append(address)
         return OK

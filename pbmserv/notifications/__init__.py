@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from pbmserv.config import Settings
 from pbmserv.db.models import Board, GameNotify, User
 from pbmserv.games import AnyEngine
+from pbmserv.mail.addresses import subaddress
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.notifications.tournaments import tournament_mails
 from pbmserv.notifications.views import board_subject, board_summary, status_line
@@ -40,6 +41,7 @@ from pbmserv.service.events import (
     RequestMade,
     TournamentEvent,
 )
+from pbmserv.service.reply_tokens import ReplyToken, make_token, server_secret
 
 
 @dataclass(frozen=True)
@@ -136,10 +138,19 @@ class Notifier:
         self.scrub = scrub
         self.queued = 0
 
-    def _send(self, user: User, subject: str, body: str) -> None:
+    def _send(self, user: User, subject: str, body: str, *,
+              reply_to: str | None = None) -> None:
         queue_mail(self.session, self.settings, to=user.email, subject=self.scrub(subject),
-                   body=self.scrub(body), inbound_id=self.inbound_id)
+                   body=self.scrub(body), inbound_id=self.inbound_id, reply_to=reply_to)
         self.queued += 1
+
+    def _reply_address(self, board: Board, user: User) -> str | None:
+        """The move-by-reply address for ``user`` if the board waits for their move."""
+        if board.finished or player_of(board, board.to_move).id != user.id:
+            return None
+        secret = server_secret(self.session, self.settings.secret)
+        token = make_token(secret, ReplyToken(board.id, user.id, board.ply + 1))
+        return subaddress(self.settings.address, token)
 
     def notify(self, events: Iterable[Event]) -> int:
         """Queue every mail the events call for; returns how many were queued."""
@@ -196,18 +207,22 @@ class Notifier:
         # a tournament pairs boards its players did not ask for: no reply carries them
         paired = any(isinstance(e, BoardCreated) and e.tournament for e in events)
         for user in self._watchers(board, finished, skip=not paired):
+            reply_to = self._reply_address(board, user)
             body = render("board_mail.txt.j2", new=new, notes=notes_for(notes, user),
-                          summary=summary, comments=comments)
-            self._send(user, subject, body)
+                          summary=summary, comments=comments, by_reply=reply_to is not None,
+                          example=engine.move_forms[0])
+            self._send(user, subject, body, reply_to=reply_to)
 
     def _nag(self, engine: AnyEngine, board: Board, event: NagDue) -> None:
         user = player_of(board, event.seat)
         if user.email.lower() in self.skip or board.finished:
             return
         subject = render("subjects/nag.txt.j2", engine=engine, board=board, userid=user.userid)
+        reply_to = self._reply_address(board, user)
         body = render("nag.txt.j2", engine=engine, board=board, userid=user.userid,
-                      event=event, summary=board_summary(self.session, engine, board))
-        self._send(user, subject.strip(), body)
+                      event=event, summary=board_summary(self.session, engine, board),
+                      by_reply=reply_to is not None, example=engine.move_forms[0])
+        self._send(user, subject.strip(), body, reply_to=reply_to)
 
     def _chat(self, engine: AnyEngine, board: Board, event: ChatSent) -> None:
         writer = self.session.get(User, event.user_id)

@@ -31,6 +31,8 @@ def message_bytes(settings: Settings, row: OutboxMessage) -> bytes:
         ("Date", format_datetime(row.created_at)),
         ("Message-ID", row.message_id),
     ]
+    if row.reply_to:
+        headers.append(("Reply-To", row.reply_to))
     if row.in_reply_to:
         headers += [("In-Reply-To", row.in_reply_to), ("References", row.in_reply_to),
                     ("Auto-Submitted", "auto-replied")]

@@ -39,6 +39,15 @@ def load_board(session: Session, engine: AnyEngine, number: int, *, lock: bool =
     return board
 
 
+_BOARD_BY_ID = select(Board).options(joinedload(Board.players)).where(Board.id == bindparam("id"))
+_BOARD_BY_ID_LOCKED = _BOARD_BY_ID.with_for_update(of=Board)
+
+
+def load_board_by_id(session: Session, board_id: int, *, lock: bool = False) -> Board | None:
+    return session.execute(_BOARD_BY_ID_LOCKED if lock else _BOARD_BY_ID,
+                           {"id": board_id}).unique().scalar()
+
+
 def next_board_number(session: Session, game: str) -> int:
     highest = session.scalar(select(func.max(Board.number)).where(Board.game == game))
     return (highest or FIRST_BOARD_NUMBER - 1) + 1
