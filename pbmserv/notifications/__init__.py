@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
 from pbmserv.db.models import Board, GameNotify, User
+from pbmserv.db.status import DigestMode
 from pbmserv.games import AnyEngine
 from pbmserv.mail.addresses import subaddress
 from pbmserv.notifications.outbox import queue_mail
@@ -41,6 +42,7 @@ from pbmserv.service.events import (
     RequestMade,
     TournamentEvent,
 )
+from pbmserv.service.mail_prefs import prefs_of
 from pbmserv.service.reply_tokens import ReplyToken, make_token, server_secret
 
 
@@ -206,7 +208,12 @@ class Notifier:
         subject = board_subject(engine, board, new=new, commented=bool(comments))
         # a tournament pairs boards its players did not ask for: no reply carries them
         paired = any(isinstance(e, BoardCreated) and e.tournament for e in events)
-        for user in self._watchers(board, finished, skip=not paired):
+        watchers = self._watchers(board, finished, skip=not paired)
+        prefs = prefs_of(self.session, watchers)
+        for user in watchers:
+            chosen = prefs.get(user.id)
+            if chosen is not None and chosen.digest is not DigestMode.OFF and not paired:
+                continue  # their digest tells them
             reply_to = self._reply_address(board, user)
             body = render("board_mail.txt.j2", new=new, notes=notes_for(notes, user),
                           summary=summary, comments=comments, by_reply=reply_to is not None,
