@@ -42,7 +42,7 @@ from pbmserv.service.events import (
     RequestMade,
     TournamentEvent,
 )
-from pbmserv.service.mail_prefs import prefs_of
+from pbmserv.service.mail_prefs import choices_of
 from pbmserv.service.reply_tokens import ReplyToken, make_token, server_secret
 
 
@@ -209,9 +209,9 @@ class Notifier:
         # a tournament pairs boards its players did not ask for: no reply carries them
         paired = any(isinstance(e, BoardCreated) and e.tournament for e in events)
         watchers = self._watchers(board, finished, skip=not paired)
-        prefs = prefs_of(self.session, watchers)
+        choices = choices_of(self.session, watchers)
         for user in watchers:
-            chosen = prefs.get(user.id)
+            chosen = choices.get(user.id)
             if chosen is not None and chosen.digest is not DigestMode.OFF and not paired:
                 continue  # their digest tells them
             reply_to = self._reply_address(board, user)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import BoardEvent, MailPrefs, User
@@ -16,12 +17,21 @@ from pbmserv.service.errors import PlayerError
 DEFAULT_HOUR = 18
 
 
-def prefs_of(session: Session, users: Sequence[User]) -> dict[int, MailPrefs]:
-    """The stored preferences of these users (those without any are absent)."""
+class MailChoice(NamedTuple):
+    html: bool
+    digest: DigestMode
+
+
+_CHOICES = select(MailPrefs.user_id, MailPrefs.html, MailPrefs.digest).where(
+    MailPrefs.user_id.in_(bindparam("users", expanding=True)))
+
+
+def choices_of(session: Session, users: Sequence[User]) -> dict[int, MailChoice]:
+    """How these users want their mail (those with the defaults are absent)."""
     if not users:
         return {}
-    return {p.user_id: p for p in session.scalars(
-        select(MailPrefs).where(MailPrefs.user_id.in_([u.id for u in users])))}
+    return {row.user_id: MailChoice(row.html, row.digest) for row in
+            session.connection().execute(_CHOICES, {"users": [u.id for u in users]})}
 
 
 def prefs(session: Session, user: User) -> MailPrefs:
