@@ -19,6 +19,7 @@ from pbmserv.db.status import BoardStatus
 from pbmserv.games import ENGINES, AnyEngine, get_engine
 from pbmserv.notifications.drawing import board_diagram_html
 from pbmserv.notifications.views import status_line, summary_context
+from pbmserv.ratings import PROVISIONAL_RD, format_rating
 from pbmserv.render import render_html
 from pbmserv.service.accounts import existing_user
 from pbmserv.service.boards import load_board, moves_of, subscribers
@@ -135,7 +136,8 @@ class Pages:
             ratings = [(engine, rated) for engine in ENGINES.values()
                        if (rated := rating_of(session, user, engine.name)) is not None]
             return self._page("player.html.j2", userid=user.userid, page=found,
-                              rows=status_lines(list(found.boards)), ratings=ratings)
+                              rows=status_lines(list(found.boards)), ratings=ratings,
+                              format_rating=format_rating, provisional=PROVISIONAL_RD)
 
     def tournaments(self, request: Request) -> HTMLResponse:
         with self.db.reading() as session:

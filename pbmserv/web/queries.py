@@ -39,10 +39,10 @@ def count_boards(session: Session, game: str, status: BoardStatus) -> int:
 
 
 def open_seeks(session: Session, limit: int = SEEKS_SHOWN) -> list[Seek]:
-    """Open challenges, the newest first."""
+    """Open challenges, by game and number (as the mail command 'list' has them)."""
     return list(session.scalars(
         select(Seek).where(Seek.status == SeekStatus.OPEN)
-        .order_by(Seek.id.desc()).limit(limit)))
+        .order_by(Seek.game, Seek.number).limit(limit)))
 
 
 def count_open_seeks(session: Session, game: str) -> int:
