@@ -16,13 +16,11 @@ from starlette.testclient import TestClient
 
 from pbmserv.config import Settings
 from pbmserv.db.session import Database
+from pbmserv.service.accounts import find_user
 from pbmserv.web import create_app
 from pbmserv.web.queries import boards_of_game, boards_of_player
 from tests.conftest import Mailer
-
-ODD = "o.d+d-1"
-COMMENT = '<script>alert("x")</script> & more'
-HONEY_CELLS = 19
+from tests.webdata import HONEY_CELLS, ODD, fill
 
 
 @dataclass
@@ -31,26 +29,6 @@ class Site:
     settings: Settings
     client: TestClient
     path: Path
-
-
-def fill(mailer: Mailer) -> None:
-    """Four players, boards of three games (one finished and rated), an open
-    challenge and a round robin tournament."""
-    mailer.signup("alice", "bob", "carol")
-    mailer.reply(f"signup {ODD} pw-odd", sender="odd@example.org")
-    mailer.reply("honeydonuts challenge alice bob")
-    mailer.reply("honeydonuts move 101 alice pw-alice a1-b1", COMMENT)
-    mailer.reply("honeydonuts move 101 bob pw-bob e3-d3", sender="bob@example.org")
-    mailer.reply(f"amoeba challenge alice {ODD}")
-    mailer.reply("amoeba move 101 alice pw-alice e4")
-    mailer.reply(f"amoeba move 101 {ODD} pw-odd e6", sender="odd@example.org")
-    mailer.reply("amoeba resign 101 alice pw-alice", "Well played.")
-    mailer.reply("hexamoeba seek carol pw-carol", sender="carol@example.org")
-    mailer.reply("exnihilo challenge bob carol", sender="bob@example.org")
-    mailer.reply("exnihilo move 101 bob pw-bob b2-b6", sender="bob@example.org")
-    mailer.reply("tournament create cup honeydonuts alice pw-alice -roundrobin")
-    mailer.reply("tournament join cup bob pw-bob", sender="bob@example.org")
-    mailer.reply("tournament start cup alice pw-alice")
 
 
 @pytest.fixture(scope="module")
@@ -138,20 +116,14 @@ def test_pages_of_boards_go_by_key(site: Site) -> None:
         assert (second.older, second.newer) == (None, 101)
         back = boards_of_game(session, "honeydonuts", after=second.newer, size=1)
         assert [b.number for b in back.boards] == [102] and back.older == 102
-        alice = session.scalars(boards_of_player_ids()).one()
-        page = boards_of_player(session, alice, size=2)
+        alice = find_user(session, "alice")
+        assert alice is not None
+        page = boards_of_player(session, alice.id, size=2)
         assert [(b.game, b.number) for b in page.boards] == [("honeydonuts", 102),
                                                               ("amoeba", 101)]
-        rest = boards_of_player(session, alice, before=page.older, size=2)
+        rest = boards_of_player(session, alice.id, before=page.older, size=2)
         assert [(b.game, b.number) for b in rest.boards] == [("honeydonuts", 101)]
         assert rest.older is None and rest.newer == rest.boards[0].id
-
-
-def boards_of_player_ids() -> Any:
-    from sqlalchemy import select
-
-    from pbmserv.db.models import User
-    return select(User.id).where(User.key == "alice")
 
 
 def test_a_board_shows_its_cells_moves_and_last_move(site: Site) -> None:
