@@ -255,3 +255,42 @@ def test_pages_read_through_indexes(site: Site, path: str) -> None:
                 step = row[-1]
                 scanned = re.match(r"SCAN (\w+)", step)
                 assert not (scanned and scanned.group(1) in BIG_TABLES), (step, statement)
+
+
+def test_the_web_command_serves_the_database_of_the_settings(
+        monkeypatch: pytest.MonkeyPatch, db_url: str) -> None:
+    from click.testing import CliRunner
+
+    import pbmserv.web
+    from pbmserv.cli import main
+
+    served: list[tuple[str, str, int]] = []
+
+    def fake_serve(db: Database, settings: Settings, host: str, port: int) -> None:
+        served.append((db.url, host, port))
+
+    monkeypatch.setattr(pbmserv.web, "serve", fake_serve)
+    result = CliRunner().invoke(main, ["web", "--port", "8099"],
+                                env={"PBMSERV_DATABASE_URL": db_url})
+    assert result.exit_code == 0, result.output
+    assert served == [(db_url, "127.0.0.1", 8099)]
+
+
+@pytest.mark.postgres
+def test_every_page_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    settings = Settings(database_url=pg_url, maildir=tmp_path / "mail")
+    db = Database(pg_url)
+    try:
+        fill(Mailer(db, settings))
+        with TestClient(create_app(db, settings)) as client:
+            pages = {path: client.get(path) for path in PAGES}
+            assert {path: r.status_code for path, r in pages.items()} == dict.fromkeys(PAGES,
+                                                                                       200)
+            assert touched(pages["/boards/honeydonuts/101?ply=1"].text) == ["a1", "b1"]
+            assert re.findall(r'<a href="/boards/(\w+)/(\d+)">',
+                              pages["/players/alice"].text) == [
+                ("honeydonuts", "102"), ("amoeba", "101"), ("honeydonuts", "101")]
+            assert client.get("/games/honeydonuts?before=102").text.count(
+                '<a href="/boards/honeydonuts/') == 1
+    finally:
+        db.dispose()
