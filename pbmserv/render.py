@@ -130,7 +130,8 @@ def inline_css(html: str) -> str:
     return _INLINER.inline(html)
 
 
-def html_mail(title: str, body: str) -> str:
-    """A complete HTML document for the HTML part of a mail: ``body`` (HTML, e.g.
-    from ``board_summary_html``) in ``mail.html.j2``, with its CSS inlined."""
-    return inline_css(render_html("mail.html.j2", title=title, body=Markup(body)))
+def html_mail(title: str, body: Markup) -> str:
+    """A complete HTML document for the HTML part of a mail: ``body`` (HTML from a
+    template, e.g. ``board_summary_html``; a plain ``str`` would be escaped) in
+    ``mail.html.j2``, with its CSS inlined."""
+    return inline_css(render_html("mail.html.j2", title=title, body=body))
