@@ -441,5 +441,21 @@ def rules_show(game: str, options: tuple[str, ...], after: str) -> None:
         click.echo(f"Game over, {who}: {outcome.reason}.")
 
 
+# -- web pages --------------------------------------------------------------------------
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8080, show_default=True, help="HTTP port.")
+@click.pass_obj
+def web(settings: Settings, host: str, port: int) -> None:
+    """Serve the read-only web pages (games, boards, players, tournaments) over HTTP;
+    the database is only read ('serve' or 'db upgrade' creates it)."""
+    from pbmserv.web import serve as serve_web
+
+    db = _db(settings)
+    click.echo(f"pbmserv: web pages on http://{host}:{port}/", err=True)
+    serve_web(db, settings, host, port)
+    db.dispose()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

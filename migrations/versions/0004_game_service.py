@@ -213,7 +213,7 @@ def downgrade() -> None:
                .values(offer_by=boards.c.request_by))
     with op.batch_alter_table("boards", schema=None) as batch_op:
         batch_op.drop_index("ix_boards_status_clock_due_at")
-        for column in ("queued", "watchers", "clock_due_at", "nags_sent", "turn_started_at", "forfeit_days",
-                       "nag_days", "request_by", "request_kind", "termination", "status",
-                       "previous_version", "previous_position", "position_version"):
+        for column in ("queued", "watchers", "clock_due_at", "nags_sent", "turn_started_at",
+                       "forfeit_days", "nag_days", "request_by", "request_kind", "termination",
+                       "status", "previous_version", "previous_position", "position_version"):
             batch_op.drop_column(column)

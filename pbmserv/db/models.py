@@ -40,6 +40,7 @@ class Board(Base):
     __table_args__ = (
         UniqueConstraint("game", "number"),
         Index("ix_boards_status_clock_due_at", "status", "clock_due_at"),
+        Index("ix_boards_game_status", "game", "status"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -98,6 +99,7 @@ class Board(Base):
 
 class BoardPlayer(Base):
     __tablename__ = "board_players"
+    __table_args__ = (Index("ix_board_players_user_id_board_id", "user_id", "board_id"),)
 
     board_id: Mapped[int] = mapped_column(ForeignKey("boards.id"), primary_key=True)
     seat: Mapped[int] = mapped_column(primary_key=True)
@@ -189,7 +191,8 @@ class Seek(Base):
     """An open challenge that anyone may join."""
 
     __tablename__ = "seeks"
-    __table_args__ = (UniqueConstraint("game", "number"),)
+    __table_args__ = (UniqueConstraint("game", "number"),
+                      Index("ix_seeks_status_game_number", "status", "game", "number"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     game: Mapped[str] = mapped_column(String(32))
