@@ -1,7 +1,7 @@
 """indexes for the web pages
 
-Revision ID: web1
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-12-10 10:00:00
 
 - boards (game, status): the front page counts each game's boards in play and
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "web1"
-down_revision: str | Sequence[str] | None = "0005"
+revision: str = "0007"
+down_revision: str | Sequence[str] | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
