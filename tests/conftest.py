@@ -119,6 +119,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def text_of(mail: EmailMessage) -> str:
+    """The plain text of a mail the server sent (beside an HTML part or alone)."""
+    part = mail.get_body(preferencelist=("plain",))
+    assert isinstance(part, EmailMessage)
+    return str(part.get_content())
+
+
 def read_maildir(maildir: Path) -> list[EmailMessage]:
     new = maildir / "new"
     if not new.is_dir():

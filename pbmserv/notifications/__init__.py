@@ -25,8 +25,13 @@ from pbmserv.games import AnyEngine
 from pbmserv.mail.addresses import subaddress
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.notifications.tournaments import tournament_mails
-from pbmserv.notifications.views import board_subject, board_summary, status_line
-from pbmserv.render import render
+from pbmserv.notifications.views import (
+    board_subject,
+    board_summary,
+    board_summary_html,
+    status_line,
+)
+from pbmserv.render import html_mail, render, render_html
 from pbmserv.service.boards import engine_of, player_of, subscribers
 from pbmserv.service.events import (
     BoardCreated,
@@ -141,9 +146,10 @@ class Notifier:
         self.queued = 0
 
     def _send(self, user: User, subject: str, body: str, *,
-              reply_to: str | None = None) -> None:
+              reply_to: str | None = None, html: str | None = None) -> None:
         queue_mail(self.session, self.settings, to=user.email, subject=self.scrub(subject),
-                   body=self.scrub(body), inbound_id=self.inbound_id, reply_to=reply_to)
+                   body=self.scrub(body), inbound_id=self.inbound_id, reply_to=reply_to,
+                   html=None if html is None else self.scrub(html))
         self.queued += 1
 
     def _reply_address(self, board: Board, user: User) -> str | None:
@@ -210,15 +216,25 @@ class Notifier:
         paired = any(isinstance(e, BoardCreated) and e.tournament for e in events)
         watchers = self._watchers(board, finished, skip=not paired)
         choices = choices_of(self.session, watchers)
+        drawn: dict[tuple[tuple[str, ...], bool], str] = {}
         for user in watchers:
             chosen = choices.get(user.id)
             if chosen is not None and chosen.digest is not DigestMode.OFF and not paired:
                 continue  # their digest tells them
             reply_to = self._reply_address(board, user)
-            body = render("board_mail.txt.j2", new=new, notes=notes_for(notes, user),
-                          summary=summary, comments=comments, by_reply=reply_to is not None,
-                          example=engine.move_forms[0])
-            self._send(user, subject, body, reply_to=reply_to)
+            mine = notes_for(notes, user)
+            parts = {"new": new, "notes": mine, "comments": comments,
+                     "by_reply": reply_to is not None, "example": engine.move_forms[0]}
+            body = render("board_mail.txt.j2", summary=summary, **parts)
+            html = None
+            if chosen is None or chosen.html:
+                key = (tuple(mine), reply_to is not None)
+                if key not in drawn:  # the same for every reader with the same notes
+                    drawn[key] = html_mail(subject, render_html(
+                        "board_mail.html.j2",
+                        summary=board_summary_html(self.session, engine, board), **parts))
+                html = drawn[key]
+            self._send(user, subject, body, reply_to=reply_to, html=html)
 
     def _nag(self, engine: AnyEngine, board: Board, event: NagDue) -> None:
         user = player_of(board, event.seat)
