@@ -58,15 +58,24 @@ def main(ctx: click.Context, verbose: bool) -> None:
 @click.option("--port", default=2525, show_default=True, help="SMTP port.")
 @click.option("--workers", default=1, show_default=True,
               help="Worker processes (processing, clock, sending); 0: a thread instead.")
+@click.option("--web", "web", default=None, metavar="HOST:PORT",
+              help="Also serve the read-only web pages there.")
 @click.pass_obj
-def serve(settings: Settings, host: str, port: int, workers: int) -> None:
+def serve(settings: Settings, host: str, port: int, workers: int, web: str | None) -> None:
     """Listen for mail over SMTP, process it and send the replies."""
     from pbmserv.server import Server
 
     logging.getLogger("pbmserv").setLevel(logging.INFO)
     db = _db(settings)
     upgrade(db)
-    server = Server(db, settings, host, port, workers=workers)
+    web_at = None
+    if web is not None:
+        web_host, _, web_port = web.rpartition(":")
+        if not web_host or not web_port.isdigit():
+            raise click.BadParameter("write it as HOST:PORT, like 127.0.0.1:8080",
+                                     param_hint="--web")
+        web_at = (web_host, int(web_port))
+    server = Server(db, settings, host, port, workers=workers, web=web_at)
     server.start()
     where = (f"relay {settings.relay[0]}:{settings.relay[1]}" if settings.relay
              else f"Maildir {settings.maildir}")

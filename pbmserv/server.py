@@ -1,4 +1,5 @@
-"""``pbmserv serve``: the SMTP listener plus the work behind it.
+"""``pbmserv serve``: the SMTP listener plus the work behind it (and, with ``web``,
+the read-only web pages, in a process of their own).
 
 The listener stores mail (group commit) and wakes the workers through pipes; each
 worker (pbmserv.worker) processes stored mail, runs the clock and sends the outbox.
@@ -43,10 +44,11 @@ def _worker_preexec() -> None:  # pragma: no cover - runs in the child
 class Server:
     def __init__(self, db: Database, settings: Settings, host: str = "127.0.0.1",
                  port: int = 2525, *, workers: int = 0, interval: float = 2.0,
-                 clock_every: float = 60.0) -> None:
+                 clock_every: float = 60.0, web: tuple[str, int] | None = None) -> None:
         self.db = db
         self.settings = settings
         self.workers = workers
+        self.web = web
         self.interval = interval
         self.clock_every = clock_every
         self.pipes: list[tuple[int, int]] = []
@@ -73,6 +75,12 @@ class Server:
             self.pipes.append(_pipe())
         if self.workers:  # before any thread starts: the children are forked cleanly
             self.processes = [self._spawn(read) for read, _ in self.pipes]
+        if self.web is not None:  # the read-only web pages, in a process of their own
+            self.processes.append(subprocess.Popen(
+                [sys.executable, "-m", "pbmserv", "web", "--host", self.web[0],
+                 "--port", str(self.web[1])],
+                preexec_fn=_worker_preexec,
+            ))
         else:
             self.loop = WorkLoop(self.db, self.settings, wake_fd=self.pipes[0][0],
                                  interval=self.interval, clock_every=self.clock_every)

@@ -294,3 +294,33 @@ def test_every_page_on_postgres(pg_url: str, tmp_path: Path) -> None:
                 '<a href="/boards/honeydonuts/') == 1
     finally:
         db.dispose()
+
+
+def test_serve_runs_the_web_pages_too(settings: Settings, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from tests.conftest import free_port
+
+    smtp, http = free_port(), free_port()
+    env = dict(os.environ, PBMSERV_DATABASE_URL=settings.database_url,
+               PBMSERV_MAILDIR=str(settings.maildir))
+    proc = subprocess.Popen([sys.executable, "-m", "pbmserv", "serve", "--port", str(smtp),
+                             "--web", f"127.0.0.1:{http}"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        page = ""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not page:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{http}/", timeout=5) as answer:
+                    page = answer.read().decode()
+            except OSError:
+                time.sleep(0.2)
+        assert "honeydonuts" in page.lower()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
