@@ -117,3 +117,21 @@ def test_the_listener_takes_our_plus_addresses_only(server: Server) -> None:
         assert client.rcpt("pbmserv+x@elsewhere.org")[0] == 550
         assert client.rcpt("other+x@localhost")[0] == 550
         assert client.data(make_mail("help"))[0] == 250
+
+
+def test_a_whole_game_by_replies(mailer: Mailer) -> None:
+    mail = start(mailer)
+    players = {"alice": "bob", "bob": "alice"}
+    mover = "alice"
+    for move in ("a1-b1", "c5-d4", "b1-c2"):
+        assert mail.reply_to is not None
+        out = reply(mailer, mail.reply_to, move, f"{mover} plays {move}\n",
+                    sender=f"{mover}@example.org", subject=f"Re: {mail.subject}")
+        assert f"Your move {move} on Honeydonuts board 101 has been played." in out[0].body
+        other = players[mover]
+        [mail] = [m for m in out if m.to_addr == f"{other}@example.org"]
+        assert f"{mover} writes:\n  {mover} plays {move}" in mail.body
+        mover = other
+    assert mail.subject == "Honeydonuts Board 101 Game over **"
+    assert "Game won by alice (Red): Blue's King was pushed off the board." in flat(mail.body)
+    assert mail.reply_to is None  # nothing more to move
