@@ -28,8 +28,10 @@ VALUE = {"P": 1.0, "N": 3.0, "B": 3.25, "R": 5.0, "Q": 9.0, "K": 0.0}
 PIECE_VALUE = {**VALUE, **{k.lower(): v for k, v in VALUE.items()}, EMPTY: 0.0, HOLE: 0.0}
 #: value of a pawn with no square ahead of it (it promotes) is that of a queen; one
 #: with n squares ahead is worth this much more than a plain pawn
-PAWN_BONUS = (0.0, 1.2, 0.6, 0.3, 0.15, 0.05, 0.0, 0.0, 0.0, 0.0)
+PAWN_BONUS = (7.0, 1.2, 0.6, 0.3, 0.15, 0.05, 0.0, 0.0, 0.0, 0.0)
 NONE = 99.0
+#: how many turns the root plays and judges in full before the search
+ROOT_EXACT = 60
 
 
 def side_map(cells: str, geo: Geometry, colour: int) -> tuple[list[float], int, float]:
@@ -45,8 +47,11 @@ def side_map(cells: str, geo: Geometry, colour: int) -> tuple[list[float], int, 
         kind = piece.upper()
         value = VALUE[kind]
         if kind == "P":
-            ahead = sum(1 for x in geo.ahead(s, colour) if cells[x] != HOLE)
-            material += 1.0 + PAWN_BONUS[min(ahead, 9)]
+            ahead = 0
+            for x in geo.ahead(s, colour):
+                if cells[x] != HOLE:
+                    ahead += 1
+            material += 1.0 + PAWN_BONUS[ahead]
             for d in ((4, 7) if white else (5, 6)):
                 if rays[s][d]:
                     t = rays[s][d][0]
@@ -158,10 +163,41 @@ class AmoebaKnowledge(Knowledge):
     def order(self, engine: AnyEngine, pos: Position, moves: Sequence[Any], rng: random.Random,
               root: bool) -> list[Candidate]:
         if root:
-            return self.order_by_evaluation(engine, pos, moves, rng)
+            return self._root_order(engine, pos, moves, rng)
         guessed = [(_quick_prior(pos, m), rng.random(), m) for m in moves]
         guessed.sort(key=lambda t: (t[0], t[1]), reverse=True)
         return [Candidate(m) for *_, m in guessed]
+
+    def _root_order(self, engine: AnyEngine, pos: Position, moves: Sequence[Turn],
+                    rng: random.Random) -> list[Candidate]:
+        """Every turn judged as its chess move's value plus its slide's: each chess move
+        is played and judged once (without a slide where it may go without), each slide
+        is judged once on the board as it is; the best ``ROOT_EXACT`` turns by that
+        sum are then played and judged in full."""
+        assert isinstance(engine, Amoeba)
+        sign = seat_sign(pos.turn)
+        chess: dict[tuple[int, int, str | None], float] = {}
+        for move in moves:
+            key = (move.frm, move.to, move.promotion)
+            if move.slide is None or key not in chess:
+                chess[key] = sign * self.evaluate(engine, engine.apply(pos, move))
+        base = Position(pos.cells, 1 - pos.turn, pos.options, pos.ko)
+        plain = sign * self.evaluate(engine, base)
+        slides: dict[tuple[int, int], float] = {}
+        for move in moves:
+            if move.slide is not None and move.slide not in slides:
+                a, b = move.slide
+                cells = list(pos.cells)
+                cells[b], cells[a] = cells[a], HOLE
+                slid = Position("".join(cells), 1 - pos.turn, pos.options, pos.ko)
+                slides[move.slide] = sign * self.evaluate(engine, slid) - plain - 0.001
+        guessed = sorted(
+            ((chess[(m.frm, m.to, m.promotion)] + (slides[m.slide] if m.slide else 0.0),
+              rng.random(), m) for m in moves),
+            key=lambda t: (t[0], t[1]), reverse=True)
+        exact = self.order_by_evaluation(
+            engine, pos, [m for *_, m in guessed[:ROOT_EXACT]], rng)
+        return exact + [Candidate(m) for *_, m in guessed[ROOT_EXACT:]]
 
     def winning_move(self, engine: AnyEngine, pos: Position, moves: Sequence[Turn]
                      ) -> Turn | None:
