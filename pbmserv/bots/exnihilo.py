@@ -278,8 +278,8 @@ def _flanking_steps(cells: list[str], board: Board, colour: str,
     return out
 
 
-def has_turn(pos: Position) -> bool:
-    """Whether the player to move has a legal turn."""
+def turn_status(pos: Position) -> tuple[bool, bool]:
+    """(whether the player to move has a legal turn, whether it must capture)."""
     colour = COLOURS[pos.turn]
     cells = list(pos.cells)
     land = landings(cells, pos.board, colour)
@@ -290,9 +290,14 @@ def has_turn(pos: Position) -> bool:
                 after = list(cells)
                 _play(after, pos.board, colour, step)
                 if _extend(after, pos.board, colour, flanked, (step,), [], True):
-                    return True
-            return False
-    return _any_step(cells, pos.board, colour)
+                    return True, True
+            return False, True
+    return _any_step(cells, pos.board, colour), False
+
+
+def has_turn(pos: Position) -> bool:
+    """Whether the player to move has a legal turn."""
+    return turn_status(pos)[0]
 
 
 def stack_figures(cells: Sequence[str], board: Board, colour: str) -> tuple[int, int]:
@@ -336,12 +341,29 @@ class ExNihiloKnowledge(Knowledge):
     def moves(self, engine: AnyEngine, pos: Position) -> list[Any]:
         return turns(pos)
 
+    #: how much the static judgement counts against the wins and losses the search finds
+    value_scale = 1.0
+
     def evaluate(self, engine: AnyEngine, pos: Position) -> float:
-        return seat_sign(pos.turn) * score(pos)
+        return self.value_scale * seat_sign(pos.turn) * score(pos)
 
     def order(self, engine: AnyEngine, pos: Position, moves: Sequence[Any], rng: random.Random,
               root: bool) -> list[Candidate]:
-        return self.order_by_evaluation(engine, pos, moves, rng)
+        """Wins first (the opponent is left without a turn), then the moves that force
+        the opponent to capture, then the rest; each group by the static value."""
+        sign = seat_sign(pos.turn)
+        judged = []
+        for move in moves:
+            after = engine.apply(pos, move)
+            alive, forced = turn_status(after)
+            if alive:
+                value = self.evaluate(engine, after)
+                rank = 1 if forced else 0
+            else:
+                value, rank = sign, 2
+            judged.append((rank, sign * value, rng.random(), Candidate(move, after, value)))
+        judged.sort(key=lambda t: t[:3], reverse=True)
+        return [c for *_, c in judged]
 
     def winning_move(self, engine: AnyEngine, pos: Position, moves: Sequence[Turn]
                      ) -> Turn | None:

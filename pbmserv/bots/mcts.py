@@ -16,8 +16,9 @@ position and cheap for games with few:
 - *a win-in-one scan* at the root before the search (``Knowledge.winning_move``).
 
 The search stops after ``Budget.iterations`` iterations or when its process CPU
-time would pass ``Budget.seconds``, whichever comes first: it never starts an
-iteration that the slowest one so far says would end after the limit.
+time would pass ``Budget.seconds``, whichever comes first: it keeps 5 % of the time
+in hand and never starts an iteration that might end after that (it assumes the next
+one may take half as long again as the slowest so far).
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ class SearchResult:
     seconds: float
     #: why this move: "only move", "wins at once", "proven win" or "search"
     reason: str
+
+
+#: the share of ``Budget.seconds`` that the search itself may use
+SAFETY = 0.95
 
 
 class Node:
@@ -102,12 +107,14 @@ class Search:
         root.moves = moves
         root.cands = k.order(engine, pos, moves, self.rng, True)
         root.children = [None] * len(root.cands)
-        deadline = start + budget.seconds
+        # keep 5 % of the time in hand, and assume the next iteration may take half as
+        # long again as the slowest so far: a move must never exceed its budget
+        deadline = start + SAFETY * budget.seconds
         iterations = 0
         slowest = 0.0
         while iterations < budget.iterations and root.result is None:
             now = time.process_time()
-            if now + slowest > deadline:
+            if now + 1.5 * slowest > deadline:
                 break
             self._iterate(root)
             iterations += 1

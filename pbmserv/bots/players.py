@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from pbmserv.bots.knowledge import seat_sign
+from pbmserv.bots.knowledge import Knowledge, seat_sign
 from pbmserv.bots.mcts import Budget, Search
 from pbmserv.bots.per_game import knowledge_for
 from pbmserv.games import AnyEngine
@@ -124,17 +124,22 @@ LEVELS: tuple[Level, ...] = (
 class SearchBot(Bot):
     """Monte Carlo tree search with the game's knowledge, on a level's budget."""
 
-    def __init__(self, level: Level) -> None:
+    def __init__(self, level: Level, knowledge: Knowledge | None = None) -> None:
         self.level = level
         self.name = level.name
         self.summary = level.summary
+        #: the knowledge to use in every game instead of each game's own (for experiments)
+        self.knowledge = knowledge
+
+    def knowledge_for(self, engine: AnyEngine) -> Knowledge:
+        return self.knowledge if self.knowledge is not None else knowledge_for(engine)
 
     def budget(self, engine: AnyEngine) -> Budget:
-        scale = knowledge_for(engine).iteration_scale
+        scale = self.knowledge_for(engine).iteration_scale
         return Budget(max(1, round(self.level.iterations * scale)), self.level.seconds)
 
     def decide(self, engine: AnyEngine, pos: Any, *, seed: int | None = None) -> Decision:
-        search = Search(engine, knowledge_for(engine), random.Random(seed))
+        search = Search(engine, self.knowledge_for(engine), random.Random(seed))
         found = search.run(pos, self.budget(engine))
         text = engine.format_move(pos, found.move)
         return Decision(text, found.move, found.value, found.iterations, found.seconds,
