@@ -74,6 +74,20 @@ def test_exnihilo_fast_turns_are_the_engines_turns(options: tuple[str, ...]) -> 
     assert chains > 0  # captures were among them
 
 
+@pytest.mark.parametrize("options", [(), ("-small",), ("-promote",), ("-opponent", "-single")])
+def test_amoeba_turns_without_a_slide_are_the_engines(options: tuple[str, ...]) -> None:
+    engine = Amoeba()
+    checks = 0
+    for pos in random_games(engine, options, 2, 60, seed=len(options)):
+        moves = engine.legal_moves(pos)
+        quiet = [m for m in moves if m.slide is None]
+        assert amoeba_bot.chess_turns(pos) == quiet
+        assert amoeba_bot.chess_turns(pos, 1) == quiet[:1]
+        assert amoeba_bot.in_check(pos) == engine.in_check(pos)
+        checks += amoeba_bot.in_check(pos)
+    assert checks > 0
+
+
 def test_exnihilo_landings_find_the_cell_a_capture_arrives_on() -> None:
     engine = ExNihilo()
     pos = engine.play_all(engine.new(), ("b2-b6", "c2-c7"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -365,9 +366,11 @@ class ExNihiloKnowledge(Knowledge):
         judged.sort(key=lambda t: t[:3], reverse=True)
         return [c for *_, c in judged]
 
-    def winning_move(self, engine: AnyEngine, pos: Position, moves: Sequence[Turn]
-                     ) -> Turn | None:
+    def winning_move(self, engine: AnyEngine, pos: Position, moves: Sequence[Turn],
+                     deadline: float = math.inf) -> Turn | None:
         for move in moves:
             if not has_turn(engine.apply(pos, move)):
                 return move
+            if time.process_time() > deadline:
+                break
         return None

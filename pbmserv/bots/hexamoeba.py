@@ -88,8 +88,8 @@ class HexamoebaKnowledge(Knowledge):
               root: bool) -> list[Candidate]:
         return self.order_by_evaluation(engine, pos, moves, rng)
 
-    def winning_move(self, engine: AnyEngine, pos: Position, moves: Sequence[StackMove]
-                     ) -> StackMove | None:
+    def winning_move(self, engine: AnyEngine, pos: Position, moves: Sequence[StackMove],
+                     deadline: float = math.inf) -> StackMove | None:
         mover = pos.turn
         for move in moves:
             outcome = engine.outcome(engine.apply(pos, move))

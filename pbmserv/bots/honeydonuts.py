@@ -95,8 +95,8 @@ class HoneyDonutsKnowledge(Knowledge):
               root: bool) -> list[Candidate]:
         return self.order_by_evaluation(engine, pos, moves, rng)
 
-    def winning_move(self, engine: AnyEngine, pos: Position, moves: Sequence[Shift]
-                     ) -> Shift | None:
+    def winning_move(self, engine: AnyEngine, pos: Position, moves: Sequence[Shift],
+                     deadline: float = math.inf) -> Shift | None:
         enemy = KINGS[1 - pos.turn]
         for move in moves:
             if pos.cells[move.ends[1]] == enemy:

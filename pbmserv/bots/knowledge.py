@@ -13,7 +13,9 @@ Values are always from the first seat's point of view: +1 a certain win for seat
 
 from __future__ import annotations
 
+import math
 import random
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +71,11 @@ class Knowledge:
     def moves(self, engine: AnyEngine, pos: Any) -> list[Any]:
         return engine.legal_moves(pos)
 
+    def tree_moves(self, engine: AnyEngine, pos: Any) -> tuple[list[Any], bool]:
+        """The moves the search considers below the root, and whether they are all the
+        legal moves (a selection lets the search prove wins there, never losses)."""
+        return self.moves(engine, pos), True
+
     # -- judgement -----------------------------------------------------------------
     def evaluate(self, engine: AnyEngine, pos: Any) -> float:
         """A static value of a position that is not over, for seat 0, in [-1, 1]."""
@@ -108,11 +115,15 @@ class Knowledge:
         judged.sort(key=lambda t: (t[0], t[1]), reverse=True)
         return [c for *_, c in judged]
 
-    def winning_move(self, engine: AnyEngine, pos: Any, moves: Sequence[Any]) -> Any | None:
-        """A move that wins at once, if there is one (the default tries every move)."""
+    def winning_move(self, engine: AnyEngine, pos: Any, moves: Sequence[Any],
+                     deadline: float = math.inf) -> Any | None:
+        """A move that wins at once, if there is one (the default tries every move).  It
+        may give up, finding none, once ``time.process_time()`` passes ``deadline``."""
         mover = engine.to_move(pos)
         for move in moves:
             outcome, _ = self.probe(engine, engine.apply(pos, move))
             if outcome is not None and outcome.winner == mover:
                 return move
+            if time.process_time() > deadline:
+                break
         return None

@@ -58,12 +58,15 @@ SAFETY = 0.95
 
 
 class Node:
-    __slots__ = ("cands", "children", "moves", "pos", "result", "seat", "total", "visits")
+    __slots__ = ("cands", "children", "complete", "moves", "pos", "result", "seat", "total",
+                 "visits")
 
     def __init__(self, pos: Any, seat: int) -> None:
         self.pos = pos
         self.seat = seat
         self.moves: list[Any] | None = None
+        #: whether ``cands`` holds every legal move (else only a selection)
+        self.complete = True
         self.cands: list[Candidate] | None = None
         self.children: list[Node | None] = []
         self.visits = 0
@@ -99,7 +102,8 @@ class Search:
         seat = engine.to_move(pos)
         if len(moves) == 1:
             return SearchResult(moves[0], 0.0, 0, time.process_time() - start, "only move")
-        win = k.winning_move(engine, pos, moves)
+        # the scan for a win in one may use half the time (it takes far less as a rule)
+        win = k.winning_move(engine, pos, moves, start + 0.5 * budget.seconds)
         if win is not None:
             return SearchResult(win, seat_sign(seat), 0, time.process_time() - start,
                                 "wins at once")
@@ -152,7 +156,10 @@ class Search:
                 break
 
     def _expand(self, node: Node) -> None:
-        moves = node.moves if node.moves is not None else self.k.moves(self.engine, node.pos)
+        if node.moves is not None:
+            moves, node.complete = node.moves, True
+        else:
+            moves, node.complete = self.k.tree_moves(self.engine, node.pos)
         node.moves = None
         if not moves:  # an engine that reports no outcome yet has no move: call it even
             outcome = self.engine.outcome(node.pos)
@@ -229,7 +236,7 @@ class Search:
                 node.result = child.result
                 return True
             best = max(best, score)
-        if complete and node.children:
+        if complete and node.complete and node.children:
             node.result = sign * best
             return True
         return False
