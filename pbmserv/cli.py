@@ -13,6 +13,7 @@ import click
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
+from pbmserv.bot_loop import BotLoop
 from pbmserv.bots import BOT_NAMES, DEFAULT_MAX_PLIES, GameRecord, get_bot, play_match
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
@@ -139,6 +140,22 @@ def work(settings: Settings, loop: bool, interval: float, wake_fd: int | None) -
     if not loop:
         processed, sent = worker.drain()
         click.echo(f"processed {processed} message(s), sent {sent} mail(s)")
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: worker.stop())
+    worker.run()
+
+
+@main.command("bots")
+@click.option("--loop", is_flag=True, help="Keep running (as 'serve' runs it).")
+@click.option("--interval", default=1.0, show_default=True,
+              help="Seconds between looks when no bot is waited for.")
+@click.pass_obj
+def bots_command(settings: Settings, loop: bool, interval: float) -> None:
+    """Let the server's bots (bot1, bot2, bot3) make the moves and answers they owe."""
+    worker = BotLoop(_db(settings), settings, interval=interval)
+    if not loop:
+        click.echo(f"bots played {worker.once()} turn(s)")
         return
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: worker.stop())

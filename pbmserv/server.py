@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 
+from pbmserv.bot_loop import BotLoop
 from pbmserv.config import Settings
 from pbmserv.db.session import Database
 from pbmserv.intake.smtp import IntakeHandler, make_controller
@@ -26,6 +27,8 @@ from pbmserv.worker import WorkLoop, die_with_parent, wake
 log = logging.getLogger(__name__)
 #: how much lower the workers' CPU priority is than the listener's
 WORKER_NICENESS = 5
+#: the bots think only with what the rest leaves over
+BOTS_NICENESS = 15
 
 
 def _pipe() -> tuple[int, int]:
@@ -41,14 +44,22 @@ def _worker_preexec() -> None:  # pragma: no cover - runs in the child
     os.nice(WORKER_NICENESS)
 
 
+def _bots_preexec() -> None:  # pragma: no cover - runs in the child
+    die_with_parent()
+    os.nice(BOTS_NICENESS)
+
+
 class Server:
     def __init__(self, db: Database, settings: Settings, host: str = "127.0.0.1",
                  port: int = 2525, *, workers: int = 0, interval: float = 2.0,
-                 clock_every: float = 60.0, web: tuple[str, int] | None = None) -> None:
+                 clock_every: float = 60.0, web: tuple[str, int] | None = None,
+                 bots: bool = True) -> None:
         self.db = db
         self.settings = settings
         self.workers = workers
         self.web = web
+        self.bots = bots
+        self.bot_loop: BotLoop | None = None
         self.interval = interval
         self.clock_every = clock_every
         self.pipes: list[tuple[int, int]] = []
@@ -75,6 +86,14 @@ class Server:
             self.pipes.append(_pipe())
         if self.workers:  # before any thread starts: the children are forked cleanly
             self.processes = [self._spawn(read) for read, _ in self.pipes]
+        if self.bots and self.workers:  # bots think in a process of their own, niced more
+            self.processes.append(subprocess.Popen(
+                [sys.executable, "-m", "pbmserv", "bots", "--loop"],
+                preexec_fn=_bots_preexec,
+            ))
+        elif self.bots:
+            self.bot_loop = BotLoop(self.db, self.settings, interval=self.interval)
+            threading.Thread(target=self.bot_loop.run, name="bots", daemon=True).start()
         if self.web is not None:  # the read-only web pages, in a process of their own
             self.processes.append(subprocess.Popen(
                 [sys.executable, "-m", "pbmserv", "web", "--host", self.web[0],
@@ -93,6 +112,8 @@ class Server:
     def stop(self) -> None:
         self.controller.stop()
         self.writer.stop()
+        if self.bot_loop is not None:
+            self.bot_loop.stop()
         if self.loop is not None and self.thread is not None:
             self.loop.stop()
             self.wake()

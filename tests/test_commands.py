@@ -45,7 +45,7 @@ def test_signup_and_duplicate(mailer: Mailer, db: Database) -> None:
     assert "Welcome, alice!" in mailer.reply("signup alice s3cret")
     assert "userid 'ALICE' is taken" in mailer.reply("signup ALICE other")
     with db.transaction() as s:
-        user = s.scalar(select(User))
+        user = s.scalar(select(User).where(User.key == "alice"))
         assert user is not None and user.email == "alice@example.org"
         assert "s3cret" not in user.password_hash
 

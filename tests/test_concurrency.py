@@ -135,7 +135,7 @@ def apply_in_order_with_two_workers(url: str, tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "pbmserv", "work"], env=env, check=True,
                    stdout=subprocess.DEVNULL)  # anything left to one of them
     with db.transaction() as s:
-        emails = {u.userid: u.email for u in s.scalars(select(User))}
+        emails = {u.userid: u.email for u in s.scalars(select(User).where(User.bot.is_(None)))}
         statuses = list(s.scalars(select(InboundMessage.status)))
         replies = list(s.scalars(select(OutboxMessage.inbound_id)))
     db.dispose()

@@ -28,9 +28,9 @@ def carry_over_old_boards(url: str) -> None:
     now = "2026-11-01 10:00:00+00:00" if db.engine.dialect.name == "postgresql" \
         else "2026-11-01 10:00:00.000000"
     with db.engine.begin() as conn:
-        conn.execute(text("INSERT INTO users (id, key, userid, password_hash, email, created_at)"
-                          " VALUES (1, 'a', 'a', 'x', 'a@x.org', :t), "
-                          "(2, 'b', 'b', 'x', 'b@x.org', :t)"), {"t": now})
+        conn.execute(text("INSERT INTO users (key, userid, password_hash, email, created_at)"
+                          " VALUES ('a', 'a', 'x', 'a@x.org', :t), "
+                          "('b', 'b', 'x', 'b@x.org', :t)"), {"t": now})
         for number, finished, offer in ((101, True, None), (102, False, 1)):
             conn.execute(text(
                 "INSERT INTO boards (game, number, options, position, ply, to_move, finished,"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
+from pbmserv.bots import LEVELS
 from pbmserv.commands.base import (
     REGISTRY,
     Command,
@@ -22,7 +23,7 @@ from pbmserv.service.clock import VACATION_DAYS_PER_YEAR
 from pbmserv.service.errors import PlayerError
 
 #: help topics that are not commands or games: templates/help/<topic>.txt.j2
-TOPICS = ("multiple", "clocks", "reply", "ratings", "tournament")
+TOPICS = ("multiple", "clocks", "reply", "ratings", "tournament", "bots")
 
 
 def game_help(engine: AnyEngine) -> str:
@@ -56,7 +57,7 @@ class Help(Command):
             return Result(game_help(engine), subject=f"{engine.title} help")
         if topic in TOPICS:
             return Result(render(f"help/{topic}.txt.j2", address=ctx.settings.address,
-                                 vacation_days=VACATION_DAYS_PER_YEAR),
+                                 vacation_days=VACATION_DAYS_PER_YEAR, levels=LEVELS),
                           subject=f"pbmserv help {topic}")
         found = REGISTRY.get((False, topic)) or REGISTRY.get((True, topic))
         if found is None:

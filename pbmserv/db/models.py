@@ -33,6 +33,8 @@ class User(Base):
     email: Mapped[str] = mapped_column(String(320))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     closed_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: the bot (pbmserv.bots) that plays for this account; None for a person
+    bot: Mapped[str | None] = mapped_column(String(16), default=None, index=True)
 
 
 class Board(Base):

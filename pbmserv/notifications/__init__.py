@@ -200,7 +200,7 @@ class Notifier:
         out = []
         for user in users:
             address = user.email.lower()
-            if address not in seen and user.closed_at is None:
+            if address not in seen and user.closed_at is None and user.bot is None:
                 seen.add(address)
                 out.append(user)
         return out
@@ -238,7 +238,7 @@ class Notifier:
 
     def _nag(self, engine: AnyEngine, board: Board, event: NagDue) -> None:
         user = player_of(board, event.seat)
-        if user.email.lower() in self.skip or board.finished:
+        if user.email.lower() in self.skip or board.finished or user.bot is not None:
             return
         subject = render("subjects/nag.txt.j2", engine=engine, board=board, userid=user.userid)
         reply_to = self._reply_address(board, user)

@@ -534,6 +534,9 @@ class GameService:
         if board.finished:
             board.clock_due_at = None
             return
+        if player_of(board, board.to_move).bot is not None:  # bots never time out
+            board.clock_due_at = clock.first_deadline(board, self.now)
+            return
         waited = clock.idle(self.session, board, self.now)
         if waited >= board.forfeit_days * clock.DAY:
             loser = player_of(board, board.to_move)

@@ -1,0 +1,87 @@
+"""The bots' worker: it finds boards waiting for a bot, lets the bot think (outside
+any transaction, for at most its level's budget of CPU seconds), then plays the move
+(or the answer to an offer) and has the notifications mail the board, in one
+transaction.  ``pbmserv serve`` runs it in a process of its own at a low priority,
+so a bot thinking never delays the intake or the processing of mail; ``pbmserv bots
+--loop`` runs it alone.  Nothing of a thought is kept: a restart in the middle of
+one thinks again from the board as stored (with the same seed, derived from the
+board and the move number), and the move is played only if the board still waits
+for it, so it is neither lost nor played twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from pbmserv.bots import get_bot
+from pbmserv.config import Settings
+from pbmserv.db.session import Database
+from pbmserv.db.status import RequestKind
+from pbmserv.games import get_engine
+from pbmserv.notifications import Notifier
+from pbmserv.service.bot_turns import BotTurn, due_turns, play_turn
+from pbmserv.service.games import GameService
+
+log = logging.getLogger(__name__)
+
+
+def seed_of(turn: BotTurn) -> int:
+    """The bot's seed for a turn: the same board and move always give the same one."""
+    return turn.board_id * 100_003 + turn.ply
+
+
+def take_turn(db: Database, settings: Settings, turn: BotTurn) -> bool:
+    """Think about one turn and play it; False if the board moved on meanwhile."""
+    engine = get_engine(turn.game)
+    bot = get_bot(turn.bot)
+    if engine is None or bot is None:
+        log.error("board %s waits for bot %r in game %r, which is unknown", turn.board_id,
+                  turn.bot, turn.game)
+        return False
+    position = engine.load(turn.position, turn.position_version)
+    move: str | None = None
+    accept: bool | None = None
+    if turn.request is RequestKind.DRAW:
+        accept = bot.accepts_draw(engine, position, turn.seat)
+    elif turn.request is RequestKind.UNDO:
+        accept = bot.accepts_undo(engine, position, turn.seat)
+    else:
+        move = bot.choose(engine, position, seed=seed_of(turn))
+    with db.transaction(lazy=True) as session:
+        service = GameService(session)
+        played = play_turn(service, turn, move=move, accept=accept)
+        if played:
+            Notifier(session, settings).notify(service.events)
+    return played
+
+
+class BotLoop:
+    def __init__(self, db: Database, settings: Settings, *, interval: float = 1.0) -> None:
+        self.db = db
+        self.settings = settings
+        self.interval = interval
+        self.stopping = threading.Event()
+
+    def once(self) -> int:
+        """Every turn due now; returns how many were played."""
+        with self.db.reading() as session:
+            turns = due_turns(session)
+        played = 0
+        for turn in turns:
+            if self.stopping.is_set():
+                break
+            try:
+                played += take_turn(self.db, self.settings, turn)
+            except Exception:
+                log.exception("bot turn on board %s failed; it will be tried again",
+                              turn.board_id)
+        return played
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            if not self.once():
+                self.stopping.wait(self.interval)
+
+    def stop(self) -> None:
+        self.stopping.set()

@@ -1,0 +1,262 @@
+"""Playing the house: the bot accounts take challenges by mail, move in their own
+loop (never inside mail processing), answer offers by their rule, never time out, are
+never mailed, and a bot killed while it thinks loses no move and plays none twice."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import smtplib
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from pbmserv.bot_loop import BotLoop, take_turn
+from pbmserv.bots import get_bot
+from pbmserv.config import Settings
+from pbmserv.db.models import Board, BoardPlayer, Move, OutboxMessage, User
+from pbmserv.db.session import Database
+from pbmserv.games import get_engine
+from pbmserv.server import Server
+from pbmserv.service.bot_turns import due_turns
+from tests.conftest import Mailer, free_port, make_mail, read_maildir, text_of
+from tests.test_clocks import clock_mails, time_passes
+
+#: the move limit of these games: far above what any of them took when written
+MAX_PLIES = 400
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def board_row(db: Database, game: str, number: int = 101) -> Board:
+    with db.transaction() as s:
+        board = s.scalar(select(Board).where(Board.game == game, Board.number == number))
+        assert board is not None
+        return board
+
+
+def bot_mail_count(db: Database) -> int:
+    with db.transaction() as s:
+        return s.scalar(select(func.count()).select_from(OutboxMessage)
+                        .where(OutboxMessage.to_addr.like("%@bots.invalid"))) or 0
+
+
+def alice_moves(mailer: Mailer, db: Database, game: str, rng: random.Random) -> None:
+    """alice plays a random legal move by mail."""
+    engine = get_engine(game)
+    assert engine is not None
+    board = board_row(db, game)
+    pos = engine.load(board.position, board.position_version)
+    text = engine.format_move(pos, rng.choice(engine.legal_moves(pos)))
+    out = mailer.send(f"{game} move 101 alice pw-alice {text}#{board.ply + 1}")
+    assert "has been played" in out[0].body, out[0].body
+
+
+@pytest.mark.parametrize(("game", "flags"), [
+    ("amoeba", "-small"), ("hexamoeba", ""), ("honeydonuts", ""), ("exnihilo", ""),
+])
+def test_challenge_the_house_and_play_to_the_end(mailer: Mailer, db: Database,
+                                                 settings: Settings, game: str,
+                                                 flags: str) -> None:
+    mailer.signup("alice")
+    out = mailer.send(f"{game} challenge alice bot1 {flags}".strip())
+    assert [m.to_addr for m in out if m.subject.startswith("New ")] == ["alice@example.org"]
+    loop = BotLoop(db, settings)
+    rng = random.Random(7)
+    bot_moves = 0
+    for _ in range(MAX_PLIES):
+        board = board_row(db, game)
+        if board.finished:
+            break
+        if board.to_move == 0:
+            alice_moves(mailer, db, game, rng)
+        else:
+            assert loop.once() == 1
+            bot_moves += 1
+            assert loop.once() == 0  # alice's turn now: the bot owes nothing
+    board = board_row(db, game)
+    assert board.finished and board.ply <= MAX_PLIES
+    assert bot_moves > 0
+    with db.transaction() as s:
+        movers = [seat for seat, in s.execute(select(Move.seat).order_by(Move.ply))]
+        bot = s.scalar(select(User).where(User.key == "bot1"))
+        assert bot is not None and bot.bot == "bot1"
+    assert len(movers) == board.ply and movers.count(1) == bot_moves
+    with db.transaction() as s:
+        last = s.scalar(select(OutboxMessage).where(OutboxMessage.to_addr == "alice@example.org")
+                        .order_by(OutboxMessage.id.desc()).limit(1))
+        assert last is not None
+    assert "Game over" in last.subject
+    assert "Game won by" in last.body or "Game was a tie" in last.body, last.body
+    assert bot_mail_count(db) == 0
+
+
+def test_a_bot_that_moves_first_starts_at_once(mailer: Mailer, db: Database,
+                                               settings: Settings) -> None:
+    mailer.signup("alice")
+    mailer.send("honeydonuts challenge bot2 alice")
+    with db.transaction() as s:
+        [turn] = due_turns(s)
+    assert (turn.seat, turn.ply, turn.bot, turn.request) == (0, 0, "bot2", None)
+    assert BotLoop(db, settings).once() == 1
+    board = board_row(db, "honeydonuts")
+    assert (board.ply, board.to_move) == (1, 1)
+    with db.transaction() as s:
+        mail = s.scalar(select(OutboxMessage).where(OutboxMessage.to_addr == "alice@example.org")
+                        .order_by(OutboxMessage.id.desc()).limit(1))
+        assert mail is not None
+    assert mail.subject == "Honeydonuts Board 101 alice"
+    assert "It is alice's turn (Blue), move 2." in flat(mail.body), mail.body
+
+
+def test_a_turn_played_once_only(mailer: Mailer, db: Database, settings: Settings) -> None:
+    """Two bot workers that saw the same turn (or one that restarted after playing it
+    and before it knew): the second finds the board moved on and plays nothing."""
+    mailer.signup("alice")
+    mailer.send("exnihilo challenge bot1 alice")
+    with db.transaction() as s:
+        [turn] = due_turns(s)
+    assert take_turn(db, settings, turn) is True
+    assert take_turn(db, settings, turn) is False
+    with db.transaction() as s:
+        assert s.scalar(select(func.count()).select_from(Move)) == 1
+    assert board_row(db, "exnihilo").to_move == 1
+
+
+def test_bots_grant_undo_and_answer_draws_by_their_rule(mailer: Mailer, db: Database,
+                                                       settings: Settings) -> None:
+    mailer.signup("alice")
+    mailer.send("honeydonuts challenge alice bot1")
+    loop = BotLoop(db, settings)
+    rng = random.Random(3)
+    alice_moves(mailer, db, "honeydonuts", rng)
+    assert loop.once() == 1
+    alice_moves(mailer, db, "honeydonuts", rng)
+    before = board_row(db, "honeydonuts")
+    assert (before.ply, before.to_move) == (3, 1)
+    # alice asks to take back the move she just made, before the bot replied to it:
+    # the bot answers first, and grants it (as it grants every undo)
+    mailer.send("honeydonuts move 101 alice pw-alice undo")
+    assert loop.once() == 1
+    after = board_row(db, "honeydonuts")
+    assert (after.ply, after.to_move, after.request_kind) == (2, 0, None)
+    with db.transaction() as s:
+        told = s.scalar(select(OutboxMessage).where(OutboxMessage.to_addr == "alice@example.org")
+                        .order_by(OutboxMessage.id.desc()).limit(1))
+        assert told is not None
+    assert "bot1 accepted your request to take back a move." in flat(told.body)
+    assert loop.once() == 0  # alice's turn again
+    alice_moves(mailer, db, "honeydonuts", rng)
+    assert loop.once() == 1
+    # a draw offer: the bot agrees exactly when its rule says so
+    board = board_row(db, "honeydonuts")
+    engine = get_engine("honeydonuts")
+    bot = get_bot("bot1")
+    assert engine is not None and bot is not None
+    pos = engine.load(board.position, board.position_version)
+    expected = bot.accepts_draw(engine, pos, 1)
+    mailer.send("honeydonuts move 101 alice pw-alice draw")
+    assert loop.once() == 1
+    board = board_row(db, "honeydonuts")
+    assert board.finished is expected and board.request_kind is None
+    with db.transaction() as s:
+        told = s.scalar(select(OutboxMessage).where(OutboxMessage.to_addr == "alice@example.org")
+                        .order_by(OutboxMessage.id.desc()).limit(1))
+        assert told is not None
+    assert ("accepted" if expected else "rejected") in flat(told.body), told.body
+    assert bot_mail_count(db) == 0
+
+
+def test_bots_never_time_out_but_their_opponents_do(mailer: Mailer, db: Database,
+                                                    settings: Settings) -> None:
+    mailer.signup("alice")
+    mailer.send("honeydonuts challenge bot1 alice")  # the bot to move, and no bot loop
+    time_passes(db, 60)
+    out = clock_mails(db, settings)
+    assert out == []  # no nag to a bot, no loss on time
+    board = board_row(db, "honeydonuts")
+    assert not board.finished and board.clock_due_at is not None
+    BotLoop(db, settings).once()
+    time_passes(db, 60)
+    out = clock_mails(db, settings)
+    assert board_row(db, "honeydonuts").finished
+    assert [m.to_addr for m in out] == ["alice@example.org"]
+
+
+def test_bot_accounts_are_nobody_elses(mailer: Mailer, db: Database) -> None:
+    reply = mailer.reply("signup bot3 secret", sender="mallory@example.org")
+    assert "bot3" in reply and "taken" in reply, reply
+    mailer.signup("alice")
+    mailer.send("honeydonuts challenge alice bot1")
+    out = mailer.send("honeydonuts move 101 bot1 !bot resign", sender="mallory@example.org")
+    assert not board_row(db, "honeydonuts").finished
+    assert "password" in flat(out[0].body).lower()
+    with db.transaction() as s:
+        bots = {u.key: u.bot for u in s.scalars(select(User).where(User.bot.is_not(None)))}
+        assert all(p.user_id for p in s.scalars(select(BoardPlayer)))
+    assert bots == {"bot1": "bot1", "bot2": "bot2", "bot3": "bot3"}
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_sigkill_while_a_bot_thinks_loses_no_move(mailer: Mailer, db: Database,
+                                                  settings: Settings, tmp_path: Path) -> None:
+    mailer.signup("alice")
+    mailer.send("exnihilo challenge bot3 alice")  # bot3 thinks nearly 3 s on this move
+    env = {**os.environ, "PBMSERV_DATABASE_URL": settings.database_url,
+           "PBMSERV_MAILDIR": str(tmp_path / "mail")}
+    proc = subprocess.Popen([sys.executable, "-m", "pbmserv", "bots", "--loop"], env=env)
+    try:
+        # starting takes well under a CPU second; at 1.5 s the bot is deep in thought
+        deadline = time.monotonic() + 60
+        while _cpu_seconds(proc.pid) < 1.5:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert board_row(db, "exnihilo").ply == 0  # killed before it played
+    assert BotLoop(db, settings).once() == 1  # the restart plays the move
+    assert BotLoop(db, settings).once() == 0  # and only once
+    board = board_row(db, "exnihilo")
+    assert (board.ply, board.to_move) == (1, 1)
+
+
+def test_help_bots(mailer: Mailer) -> None:
+    text = flat(mailer.reply("help bots"))
+    assert '"amoeba challenge alice bot2 -small"' in text
+    assert "bot1 quick: at most 0.25 s of thought a move" in text
+    assert "bot3 strong: at most 3 s of thought a move" in text
+    assert "a bot always lets you take back your last move" in text
+    assert "bots" in flat(mailer.reply("help")).split("the topics")[1]
+
+
+def test_the_server_runs_the_bots(db: Database, settings: Settings) -> None:
+    """By SMTP to the real listener: the bot's answer comes by mail, unasked."""
+    server = Server(db, settings, "127.0.0.1", free_port(), interval=0.1)
+    server.start()
+    try:
+        with smtplib.SMTP("127.0.0.1", server.controller.port) as client:
+            for subject in ("signup alice pw-alice", "honeydonuts challenge bot1 alice"):
+                client.sendmail("alice@example.org", ["pbmserv@localhost"],
+                                make_mail(subject))
+        deadline = time.monotonic() + 60
+        while True:
+            texts = [text_of(m) for m in read_maildir(settings.maildir)]
+            if any("It is alice's turn (Blue), move 2." in flat(t) for t in texts):
+                break
+            assert time.monotonic() < deadline, texts
+            time.sleep(0.1)
+    finally:
+        server.stop()
+    assert {m["To"] for m in read_maildir(settings.maildir)} == {"alice@example.org"}
