@@ -1,10 +1,11 @@
-"""``pbmserv serve``: the SMTP listener plus the work behind it.
+"""``pbmserv serve``: the SMTP and LMTP listeners plus the work behind it.
 
-The listener stores mail (group commit) and wakes the workers through pipes; each
+The listeners store mail (group commit) and wake the workers through pipes; each
 worker (pbmserv.worker) processes stored mail, runs the clock and sends the outbox.
 With ``workers`` > 0 they are processes of their own, started as ``pbmserv work
---loop --wake-fd N``, niced so that acknowledging mail comes first, and ended by the
-kernel if the listener dies; with ``workers`` = 0 one runs in a thread here.
+--loop --wake-fd N`` (with the settings file and log options of ``serve``), niced
+so that acknowledging mail comes first, and ended by the kernel if the listener
+dies; with ``workers`` = 0 one runs in a thread here.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
+from typing import Any
 
 from pbmserv.config import Settings
 from pbmserv.db.session import Database
+from pbmserv.intake.lmtp import LmtpHandler, make_lmtp_controller
 from pbmserv.intake.smtp import IntakeHandler, make_controller
 from pbmserv.intake.writer import IntakeWriter
 from pbmserv.worker import WorkLoop, die_with_parent, wake
@@ -42,20 +46,29 @@ def _worker_preexec() -> None:  # pragma: no cover - runs in the child
 
 class Server:
     def __init__(self, db: Database, settings: Settings, host: str = "127.0.0.1",
-                 port: int = 2525, *, workers: int = 0, interval: float = 2.0,
-                 clock_every: float = 60.0) -> None:
+                 port: int | None = 2525, *, lmtp: str | None = None, workers: int = 0,
+                 interval: float = 2.0, clock_every: float = 60.0,
+                 worker_options: Sequence[str] = ()) -> None:
+        """SMTP on host:port (none if ``port`` is None), LMTP on ``lmtp`` (host:port or
+        a Unix socket's path) if given; ``worker_options`` go before ``work`` on the
+        workers' command line (the settings file, the log options)."""
         self.db = db
         self.settings = settings
         self.workers = workers
         self.interval = interval
         self.clock_every = clock_every
+        self.worker_options = list(worker_options)
         self.pipes: list[tuple[int, int]] = []
         self.processes: list[subprocess.Popen[bytes]] = []
         self.loop: WorkLoop | None = None
         self.thread: threading.Thread | None = None
         self.writer = IntakeWriter(db, on_stored=lambda _ids: self.wake())
-        self.controller = make_controller(IntakeHandler(self.writer, settings), host, port,
-                                          settings)
+        #: the SMTP listener (None without SMTP); aiosmtpd's types are Any
+        self.controller: Any = None if port is None else make_controller(
+            IntakeHandler(self.writer, settings), host, port, settings)
+        self.lmtp_controller = None if lmtp is None else make_lmtp_controller(
+            LmtpHandler(self.writer, settings), lmtp, settings)
+        self._started: list[Any] = []
 
     def wake(self) -> None:
         for _, write in self.pipes:
@@ -63,8 +76,8 @@ class Server:
 
     def _spawn(self, read: int) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            [sys.executable, "-m", "pbmserv", "work", "--loop", "--wake-fd", str(read),
-             "--interval", str(self.interval)],
+            [sys.executable, "-m", "pbmserv", *self.worker_options, "work", "--loop",
+             "--wake-fd", str(read), "--interval", str(self.interval)],
             pass_fds=[read], preexec_fn=_worker_preexec,
         )
 
@@ -79,11 +92,20 @@ class Server:
             self.thread = threading.Thread(target=self.loop.run, name="worker", daemon=True)
             self.thread.start()
         self.writer.start()
-        self.controller.start()
+        try:  # a listener that cannot listen (the port in use) ends it all
+            for controller in (self.controller, self.lmtp_controller):
+                if controller is not None:
+                    controller.start()
+                    self._started.append(controller)
+        except BaseException:
+            self.stop()
+            raise
         self.wake()  # mail stored before a restart is processed now
 
     def stop(self) -> None:
-        self.controller.stop()
+        for controller in self._started:
+            controller.stop()
+        self._started = []
         self.writer.stop()
         if self.loop is not None and self.thread is not None:
             self.loop.stop()

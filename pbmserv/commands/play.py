@@ -14,7 +14,7 @@ from pbmserv.games import AnyEngine
 from pbmserv.notifications import notes_for, notes_of
 from pbmserv.notifications.views import board_subject, board_summary
 from pbmserv.render import render
-from pbmserv.service.accounts import existing_user
+from pbmserv.service.accounts import check_enabled, existing_user
 from pbmserv.service.boards import load_board
 from pbmserv.service.errors import PlayerError
 
@@ -69,7 +69,7 @@ class Challenge(Command):
         if len(words.names) != len(engine.seats):
             raise PlayerError(f"{engine.name} needs exactly {len(engine.seats)} userids",
                               usage=True)
-        users = [existing_user(ctx.session, n) for n in words.names]
+        users = [check_enabled(existing_user(ctx.session, n)) for n in words.names]
         board = ctx.service.challenge(engine, users, words.options, nag_days=words.nag_days,
                                       forfeit_days=words.forfeit_days)
         return board_result(ctx, engine, board, None, "commands/challenge.txt.j2", new=True)

@@ -32,6 +32,20 @@ class User(Base):
     email: Mapped[str] = mapped_column(String(320))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     closed_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: set by the administrator: no password opens the account until it is enabled
+    disabled_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class PasswordReset(Base):
+    """A one-time code mailed to an account's address, to set a new password with."""
+
+    __tablename__ = "password_resets"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    #: hashed like a password: the code itself is only in the mail
+    code_hash: Mapped[str] = mapped_column(String(255))
+    requested_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
 
 
 class Board(Base):
