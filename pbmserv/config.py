@@ -271,22 +271,29 @@ def masked_url(url: str) -> str:
         return "(not a URL)"
 
 
-def shown(settings: Settings) -> list[tuple[str, str]]:
-    """Every setting as ``config show`` prints it: key and value, secrets masked."""
-    out = []
-    for key, (name, _) in KEYS.items():
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
+
+
+def as_toml(settings: Settings) -> str:
+    """The settings as a settings file would say them, secrets masked, each with its
+    meaning and its environment variable."""
+    lines = [f"# read from: {settings.source or 'no file'}; "
+             "PBMSERV_* variables override the file", ""]
+    for key, (name, meaning) in KEYS.items():
         value: Any = getattr(settings, name)
         if key == "database_url":
-            text = masked_url(value)
-        elif key == "address":
-            text = ", ".join(value)
+            value = masked_url(value)
         elif key == "relay":
-            text = f"{value[0]}:{value[1]}" if value else "off"
-        elif isinstance(value, bool):
-            text = "true" if value else "false"
+            value = f"{value[0]}:{value[1]}" if value else "off"
         elif value is None:
-            text = "off" if key in ("smtp", "lmtp") else ""
-        else:
-            text = str(value)
-        out.append((key, text))
-    return out
+            value = "off" if key in ("smtp", "lmtp") else ""
+        lines += [f"# {meaning} ({env_name(key)})", f"{key} = {_toml(value)}"]
+    return "\n".join(lines) + "\n"

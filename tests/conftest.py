@@ -41,6 +41,7 @@ def no_settings_file() -> Iterator[None]:
             handler.close()
     root.setLevel(logging.WARNING)
     logging.getLogger("pbmserv").setLevel(logging.NOTSET)
+    logging.raiseExceptions = True  # deliver turns it off
 
 
 @pytest.fixture(scope="session")

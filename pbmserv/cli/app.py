@@ -9,12 +9,15 @@ traceback.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, cast
 
 import click
 
@@ -29,6 +32,19 @@ EX_TEMPFAIL = 75
 EX_UNAVAILABLE = 69
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def hard_exit(code: int) -> NoReturn:
+    """Exit with exactly this status.  Python exits 120 instead if flushing standard
+    output or error fails at the very end (an MTA that stopped reading them, say), and
+    an MTA bounces a mail on 120: so they are flushed now, errors ignored, and
+    replaced by streams that cannot fail."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    sink = open(os.devnull, "w")  # noqa: SIM115 - open until the process ends
+    sys.stdout = sys.stderr = sink
+    sys.exit(code)
 
 
 @dataclass
@@ -88,7 +104,7 @@ class Main(click.Group):
         except click.UsageError as exc:
             if ctx.invoked_subcommand == "deliver":  # the MTA keeps the mail
                 exc.show()
-                ctx.exit(EX_TEMPFAIL)
+                hard_exit(EX_TEMPFAIL)
             raise
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise

@@ -8,7 +8,8 @@ import click
 
 from pbmserv import operations
 from pbmserv.cli.app import database, main, pass_settings
-from pbmserv.config import KEYS, Settings, env_name, shown
+from pbmserv.config import Settings, as_toml
+from pbmserv.db.problems import describe
 from pbmserv.render import duration
 
 
@@ -27,12 +28,17 @@ def _age(age: timedelta | None) -> str:
 def status(settings: Settings, inbox_late: int, outbox_late: int) -> None:
     """Queues, ages, failed mail and the schema; exit 1 when unhealthy (for
     monitoring and container healthchecks)."""
-    db = database(settings)
     try:
-        s = operations.status(db, inbox_late=timedelta(seconds=inbox_late),
-                              outbox_late=timedelta(seconds=outbox_late))
-    finally:
-        db.dispose()
+        db = database(settings)
+    except Exception as exc:
+        s = operations.Status(problems=[f"database: {describe(exc, settings.database_url)}"],
+                              reachable=False)
+    else:
+        try:
+            s = operations.status(db, inbox_late=timedelta(seconds=inbox_late),
+                                  outbox_late=timedelta(seconds=outbox_late))
+        finally:
+            db.dispose()
     if s.reachable:
         state = "current" if s.revision == s.head else f"this pbmserv needs {s.head}"
         click.echo(f"schema   {s.revision or 'none'} ({state})")
@@ -60,9 +66,7 @@ def config_group() -> None:
 @pass_settings
 def config_show(settings: Settings) -> None:
     """The settings in effect (file, then environment), secrets masked."""
-    click.echo(f"# settings file: {settings.source or 'none'}")
-    for key, value in shown(settings):
-        click.echo(f"{key} = {value}    # {env_name(key)}: {KEYS[key][1]}")
+    click.echo(as_toml(settings), nl=False)
 
 
 @config_group.command("check")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -18,6 +19,7 @@ from pbmserv.cli.app import (
     EX_UNAVAILABLE,
     App,
     database,
+    hard_exit,
     main,
     pass_app,
     pass_settings,
@@ -94,10 +96,10 @@ def serve(app: App, smtp: str | None, lmtp: str | None, host: str | None, port: 
     db.dispose()
 
 
-def _tempfail(message: str) -> None:
+def _tempfail(message: str) -> NoReturn:
     """Tell the MTA to keep the mail and try again later (it logs the message)."""
     click.echo(f"pbmserv: {message}; the mail stays queued and is tried again", err=True)
-    sys.exit(EX_TEMPFAIL)
+    hard_exit(EX_TEMPFAIL)
 
 
 @main.command()
@@ -109,17 +111,18 @@ def deliver(ctx: click.Context, sender: str | None) -> None:
 
     Exit 0: stored. Exit 75 (the MTA keeps it and retries): anything that keeps it
     from being stored, settings, database or disk. Exit 69 (refused for good): only a
-    message too large ever to be taken."""
+    message too large ever to be taken. Nothing else, whatever happens after the
+    message is stored."""
+    logging.raiseExceptions = False  # a log that fails must not change the answer
     app: App = ctx.find_object(App)  # type: ignore[assignment]
-    raw = sys.stdin.buffer.read()
     try:
+        raw = sys.stdin.buffer.read()
         settings = app.settings
     except Exception as exc:
         _tempfail(describe(exc))
-        return
     if len(raw) > settings.max_message_size:
         click.echo(f"pbmserv: message larger than {settings.max_message_size} bytes", err=True)
-        sys.exit(EX_UNAVAILABLE)
+        hard_exit(EX_UNAVAILABLE)
     envelope_from = "" if sender is None else (sender.strip() or "<>")
     try:
         db = database(settings)
@@ -131,7 +134,6 @@ def deliver(ctx: click.Context, sender: str | None) -> None:
     except Exception as exc:
         log.debug("could not store the message", exc_info=True)
         _tempfail(f"could not store the message: {describe(exc, settings.database_url)}")
-        return
     # stored: from here on nothing is lost; the rest may be retried by any worker.
     # Everything pending is processed oldest first (this mail included), so mail that
     # arrives in quick succession through parallel pipes is still applied in order.
@@ -140,10 +142,10 @@ def deliver(ctx: click.Context, sender: str | None) -> None:
         if stored is not None:
             process_pending(db, settings)
         Sender(db, settings).send_due()
+        db.dispose()
     except Exception as exc:  # the message is safe; a later run finishes the job
         log.warning("stored, processing deferred: %s", describe(exc, settings.database_url))
-    finally:
-        db.dispose()
+    hard_exit(0)
 
 
 @main.command()

@@ -106,7 +106,7 @@ def _os_error(exc: OSError) -> str:
         return f"read-only file system{where}"
     if exc.errno == errno.EADDRINUSE:
         return "the address is in use: another program (or another pbmserv) listens there"
-    return f"{exc.strerror or exc}{where}"
+    return f"{exc.strerror or exc}:{where}" if where else str(exc.strerror or exc)
 
 
 def describe(exc: BaseException, database_url: str | None = None) -> str:
