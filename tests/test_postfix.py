@@ -198,7 +198,7 @@ def sink() -> Iterator[tuple[Sink, int]]:
 
 @pytest.fixture
 def postfix(sink: tuple[Sink, int]) -> Iterator[Instance]:
-    assert POSTFIX is not None
+    assert POSTFIX is not None and POSTMAP is not None
     root = Path(tempfile.mkdtemp(prefix="pbmserv-postfix-"))
     root.chmod(0o755)
     instance = Instance(root, free_port())
@@ -265,8 +265,9 @@ def test_postfix_delivers_by_lmtp_and_by_pipe(postfix: Instance, sink: tuple[Sin
     assert (root / "lmtp" / "pbmserv_transport").read_text() == \
         f"pbmserv@games.test\tlmtp:inet:127.0.0.1:{lmtp_port}\n"
     assert (root / "pipe" / "pbmserv_transport").read_text() == "pipe@games.test\tpbmserv:\n"
-    subprocess.run([shutil.which("postfix", path=SBIN) or "postfix", "-c", str(postfix.config),
-                    "reload"], check=True, capture_output=True)
+    assert POSTFIX is not None
+    subprocess.run([POSTFIX, "-c", str(postfix.config), "reload"], check=True,
+                   capture_output=True)
     server = subprocess.Popen(
         [sys.executable, "-m", "pbmserv", "--config", str(root / "lmtp" / "pbmserv.toml"),
          "serve"], env={**os.environ, "PBMSERV_CONFIG": "", "PBMSERV_LOG_LEVEL": "info"},
