@@ -21,6 +21,7 @@ from pbmserv.config import SettingsError
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 JOURNAL_FORMAT = "%(levelname)s %(name)s: %(message)s"
+PLAIN_FORMAT = "pbmserv: %(message)s"
 SYSLOG_FORMAT = "pbmserv[%(process)d]: %(levelname)s %(name)s: %(message)s"
 SYSLOG_SOCKET = "/dev/log"
 #: set on the handlers set up here, so that a new setup replaces only them
@@ -50,6 +51,14 @@ class JournalFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         prefix = f"<{_PRIORITY.get(record.levelno, 6)}>"
         return "\n".join(prefix + line for line in super().format(record).split("\n"))
+
+
+def plain_stderr() -> None:
+    """Standard error without time stamps or logger names, for a command whose output
+    the MTA puts in its own log line (``deliver``): ``pbmserv: received #12: ...``."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, StderrHandler):
+            handler.setFormatter(logging.Formatter(PLAIN_FORMAT))
 
 
 def setup_logging(level: str, log_file: Path | None = None, syslog: bool = False) -> None:

@@ -84,3 +84,12 @@ def test_the_exit_status_survives_a_reader_that_went_away(settings: Settings,
     proc.stdin.close()
     assert proc.wait(timeout=60) == 0
     assert len(read_maildir(settings.maildir)) == 1
+
+
+def test_the_mta_logs_what_was_stored(settings: Settings) -> None:
+    """Postfix puts the command's output in its log line: the mail's number and id."""
+    env = {**env_for(settings), "PBMSERV_LOG_LEVEL": "info"}
+    result = deliver(env=env, mail=make_mail("help", message_id="<seen@example.org>"))
+    assert result.exit_code == 0
+    assert result.output.startswith("pbmserv: received #1: <seen@example.org> from "
+                                    "<alice@example.org>, ")

@@ -28,6 +28,7 @@ from pbmserv.config import Settings, parse_listen
 from pbmserv.db import migrate
 from pbmserv.db.problems import describe
 from pbmserv.intake.store import store_message
+from pbmserv.logs import plain_stderr
 from pbmserv.processing import process_pending
 from pbmserv.sender.delivery import Sender
 from pbmserv.worker import WorkLoop
@@ -114,6 +115,7 @@ def deliver(ctx: click.Context, sender: str | None) -> None:
     message too large ever to be taken. Nothing else, whatever happens after the
     message is stored."""
     logging.raiseExceptions = False  # a log that fails must not change the answer
+    plain_stderr()  # the MTA's log line shows it: "pbmserv: received #12: <id> ..."
     app: App = ctx.find_object(App)  # type: ignore[assignment]
     try:
         raw = sys.stdin.buffer.read()
