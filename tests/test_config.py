@@ -151,3 +151,17 @@ def test_failures_are_one_line(tmp_path: Path) -> None:
 def test_rules_need_no_settings(tmp_path: Path) -> None:
     assert run("--config", str(tmp_path / "none.toml"), "rules", "perft", "honeydonuts", "1"
                ).output == "12\n"
+
+
+def test_a_port_in_use_is_one_line(db_url: str) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run("serve", "--smtp", f"127.0.0.1:{port}", "--workers", "0",
+                     env={"PBMSERV_DATABASE_URL": db_url})
+    assert result.exit_code == 1
+    assert result.output == (f"Error: cannot listen on SMTP 127.0.0.1:{port}: the address is "
+                             "in use: another program (or another pbmserv) listens there\n")

@@ -93,3 +93,19 @@ def test_the_mta_logs_what_was_stored(settings: Settings) -> None:
     assert result.exit_code == 0
     assert result.output.startswith("pbmserv: received #1: <seen@example.org> from "
                                     "<alice@example.org>, ")
+
+
+def test_a_full_disk_keeps_the_mail(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    def full(*args: object) -> None:
+        raise OperationalError("INSERT ...", {}, sqlite3.OperationalError(
+            "database or disk is full"))
+
+    monkeypatch.setattr("pbmserv.cli.mail.store_message", full)
+    monkeypatch.setattr("pbmserv.cli.mail.migrate.ensure", lambda db: "0006")
+    result = deliver(env=env_for(settings))
+    assert result.exit_code == EX_TEMPFAIL
+    assert "the disk that holds the database is full" in result.output

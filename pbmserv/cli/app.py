@@ -84,15 +84,13 @@ class App:
             self.loaded = replace(Settings.load(self.config), **self.overrides)
         except SettingsError as exc:
             self.error = exc
-        level = self.loaded.log_level if self.loaded else self.overrides.get("log_level",
-                                                                              "info")
+            setup_logging(self.overrides.get("log_level", "info"))
+            return
         try:
-            if self.loaded is None:
-                raise SettingsError("no settings")
-            setup_logging(level, self.loaded.log_file, self.loaded.syslog)
+            setup_logging(self.loaded.log_level, self.loaded.log_file, self.loaded.syslog)
         except SettingsError as exc:
-            self.error = self.error or exc
-            setup_logging(level)
+            self.error = exc
+            setup_logging(self.loaded.log_level)
 
 
 class Main(click.Group):
