@@ -11,6 +11,7 @@ from sqlalchemy import select, update
 from pbmserv.cli import main
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
+from pbmserv.db.migrate import head
 from pbmserv.db.models import Board, BoardRating, InboundMessage, OutboxMessage, User
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus, OutboxStatus
@@ -205,7 +206,7 @@ def test_status_tells_the_truth(mailer: Mailer, settings: Settings, db: Database
     healthy = cli(settings, "status")
     assert healthy.exit_code == 0, healthy.output
     assert healthy.output.splitlines() == [
-        "schema   0006 (current)",
+        f"schema   {head()} (current)",
         "inbox    0 waiting (oldest -), 0 failed",
         "outbox   1 pending (oldest under a minute), 0 overdue, 0 failed",
         "health   ok",
@@ -243,8 +244,8 @@ def test_status_of_a_database_that_is_down_or_behind(settings: Settings, tmp_pat
     behind = CliRunner().invoke(main, ["status"], env={"PBMSERV_DATABASE_URL": url})
     assert behind.exit_code == 1
     assert behind.output.splitlines() == [
-        "schema   0005 (this pbmserv needs 0006)",
-        "problem  the database schema is at revision 0005, older than this pbmserv's 0006: "
+        f"schema   0005 (this pbmserv needs {head()})",
+        f"problem  the database schema is at revision 0005, older than this pbmserv's {head()}: "
         "run 'pbmserv db upgrade'",
         "health   UNHEALTHY"]
     down = CliRunner().invoke(main, ["status"], env={
