@@ -52,6 +52,8 @@ class Settings:
     log_level: str = "info"
     log_file: Path | None = None
     syslog: bool = False
+    #: the key of move-by-reply addresses (None: one the server makes and keeps)
+    secret: str | None = None
     #: the settings file these settings were read from, if any
     source: Path | None = None
 
@@ -231,6 +233,10 @@ def _flag(raw: Any) -> bool:
     raise ValueError("write true or false")
 
 
+def _secret(raw: Any) -> str | None:
+    return _text(raw) or None
+
+
 def _name(raw: Any) -> str:
     text = _text(raw)
     if not text or "\n" in text:
@@ -253,11 +259,14 @@ KEYS: dict[str, tuple[str, str]] = {
     "log_level": ("log_level", "debug, info, warning or error"),
     "log_file": ("log_file", "a file to log to as well (empty: none)"),
     "syslog": ("syslog", "log to syslog (facility mail) as well: true or false"),
+    "secret": ("secret", "the key of move-by-reply addresses (empty: one the server makes "
+                         "and keeps in the database)"),
 }
 PARSERS: dict[str, Any] = {
     "database_url": _database_url, "address": _addresses, "name": _name, "relay": _relay,
     "maildir": _path, "max_size": _size, "smtp": parse_listen, "lmtp": parse_listen,
     "workers": _number, "log_level": _level, "log_file": _optional_path, "syslog": _flag,
+    "secret": _secret,
 }
 assert set(PARSERS) == set(KEYS) and {f for f, _ in KEYS.values()} <= {
     f.name for f in fields(Settings)}
@@ -291,6 +300,8 @@ def as_toml(settings: Settings) -> str:
         value: Any = getattr(settings, name)
         if key == "database_url":
             value = masked_url(value)
+        elif key == "secret" and value:
+            value = "***"
         elif key == "relay":
             value = f"{value[0]}:{value[1]}" if value else "off"
         elif value is None:

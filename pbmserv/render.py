@@ -1,4 +1,11 @@
-"""The Jinja environment: everything a player reads comes from templates/."""
+"""The Jinja environments: everything a player reads comes from templates/.
+
+Text (``*.txt.j2``, for mail) goes through ``render``: no escaping, lines trimmed.
+HTML (``*.html.j2``, for web pages and the HTML part of mail) goes through
+``render_html``: a second environment with autoescape on, so every value a template
+prints is escaped unless it is already ``Markup``.  ``inline_css`` turns a document's
+``<style>`` rules into ``style`` attributes, for mail readers that ignore style sheets.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import css_inline
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 
 LINE_WIDTH = 76
 
@@ -84,3 +93,45 @@ def render(name: str, **context: Any) -> str:
     text = environment().get_template(name).render(**context)
     # no trailing spaces (mail clients strip them) and one final newline
     return "\n".join(line.rstrip() for line in text.strip("\n").split("\n")) + "\n"
+
+
+@cache
+def html_environment() -> Environment:
+    """Like ``environment`` but for HTML: every ``{{ value }}`` is escaped."""
+    env = Environment(
+        loader=FileSystemLoader(str(templates_dir())),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=True,
+        auto_reload=False,
+    )
+    env.filters["duration"] = duration
+    env.filters["time_taken"] = time_taken
+    return env
+
+
+def render_html(name: str, **context: Any) -> Markup:
+    """An ``.html.j2`` template rendered with escaping; the result is ``Markup``, so it
+    can be handed to another HTML template without being escaped twice."""
+    if not name.endswith(".html.j2"):
+        raise ValueError(f"{name}: HTML is rendered from .html.j2 templates only")
+    return Markup(html_environment().get_template(name).render(**context))
+
+
+_INLINER = css_inline.CSSInliner(load_remote_stylesheets=False, keep_style_tags=False,
+                                 keep_link_tags=False)
+
+
+def inline_css(html: str) -> str:
+    """The document with the rules of its ``<style>`` elements moved into ``style``
+    attributes and the ``<style>`` elements removed (no remote style sheet is read;
+    ``<link>`` elements are dropped)."""
+    return _INLINER.inline(html)
+
+
+def html_mail(title: str, body: Markup) -> str:
+    """A complete HTML document for the HTML part of a mail: ``body`` (HTML from a
+    template, e.g. ``board_summary_html``; a plain ``str`` would be escaped) in
+    ``mail.html.j2``, with its CSS inlined."""
+    return inline_css(render_html("mail.html.j2", title=title, body=body))

@@ -1,4 +1,5 @@
-"""``pbmserv serve``: the SMTP and LMTP listeners plus the work behind it.
+"""``pbmserv serve``: the SMTP and LMTP listeners plus the work behind it (and, with
+``web``, the read-only web pages, in a process of their own).
 
 The listeners store mail (group commit) and wake the workers through pipes; each
 worker (pbmserv.worker) processes stored mail, runs the clock and sends the outbox.
@@ -48,13 +49,16 @@ class Server:
     def __init__(self, db: Database, settings: Settings, host: str = "127.0.0.1",
                  port: int | None = 2525, *, lmtp: str | None = None, workers: int = 0,
                  interval: float = 2.0, clock_every: float = 60.0,
+                 web: tuple[str, int] | None = None,
                  worker_options: Sequence[str] = ()) -> None:
         """SMTP on host:port (none if ``port`` is None), LMTP on ``lmtp`` (host:port or
-        a Unix socket's path) if given; ``worker_options`` go before ``work`` on the
-        workers' command line (the settings file, the log options)."""
+        a Unix socket's path) if given, the web pages on ``web`` if given;
+        ``worker_options`` go before the command on the command line of the processes
+        it starts (the settings file, the log options)."""
         self.db = db
         self.settings = settings
         self.workers = workers
+        self.web = web
         self.interval = interval
         self.clock_every = clock_every
         self.worker_options = list(worker_options)
@@ -84,8 +88,14 @@ class Server:
     def start(self) -> None:
         for _ in range(max(self.workers, 1)):
             self.pipes.append(_pipe())
+        if self.web is not None:  # the read-only web pages, in a process of their own
+            self.processes.append(subprocess.Popen(
+                [sys.executable, "-m", "pbmserv", *self.worker_options, "web",
+                 "--host", self.web[0], "--port", str(self.web[1])],
+                preexec_fn=_worker_preexec,
+            ))
         if self.workers:  # before any thread starts: the children are forked cleanly
-            self.processes = [self._spawn(read) for read, _ in self.pipes]
+            self.processes += [self._spawn(read) for read, _ in self.pipes]
         else:
             self.loop = WorkLoop(self.db, self.settings, wake_fd=self.pipes[0][0],
                                  interval=self.interval, clock_every=self.clock_every)

@@ -23,7 +23,7 @@ from pbmserv.db.problems import describe, explain
 from pbmserv.db.session import Database
 from pbmserv.processing import process_pending
 from pbmserv.sender.delivery import Sender
-from pbmserv.timers import run_clocks
+from pbmserv.timers import run_clocks, run_digests
 
 log = logging.getLogger(__name__)
 #: how often the clock looks for due boards
@@ -65,6 +65,7 @@ class WorkLoop:
         processed = process_pending(self.db, self.settings, reads=1)
         if time.monotonic() >= self._next_clock:
             run_clocks(self.db, self.settings)
+            run_digests(self.db, self.settings)
             self._next_clock = time.monotonic() + self.clock_every
         sent = self.sender.send_due()
         return processed, sent

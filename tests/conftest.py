@@ -77,7 +77,7 @@ def make_mail(subject: str, body: str = "", sender: str = "alice@example.org",
               message_id: str | None = None, **headers: str) -> bytes:
     msg = EmailMessage()
     msg["From"] = sender
-    msg["To"] = "pbmserv@localhost"
+    msg["To"] = headers.pop("To", "pbmserv@localhost")
     msg["Subject"] = subject
     msg["Message-ID"] = message_id or f"<test{next(_counter)}@example.org>"
     for name, value in headers.items():
@@ -138,6 +138,13 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def text_of(mail: EmailMessage) -> str:
+    """The plain text of a mail the server sent (beside an HTML part or alone)."""
+    part = mail.get_body(preferencelist=("plain",))
+    assert isinstance(part, EmailMessage)
+    return str(part.get_content())
 
 
 def read_maildir(maildir: Path) -> list[EmailMessage]:

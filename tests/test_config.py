@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from pbmserv.cli import main
-from pbmserv.config import DEFAULT_SMTP, Settings, SettingsError, as_toml
+from pbmserv.config import DEFAULT_SMTP, KEYS, Settings, SettingsError, as_toml
 from pbmserv.db.migrate import head
 from tests.conftest import free_port
 
@@ -103,7 +103,9 @@ def test_config_show_masks_secrets_and_reads_back(tmp_path: Path) -> None:
     again = tomllib.loads(shown.output)
     assert again["relay"] == "mail.example.org:587" and again["smtp"] == DEFAULT_SMTP
     assert Settings.from_values(again).relay == ("mail.example.org", 587)
-    assert as_toml(Settings()).count("\n# ") == 12  # one per setting
+    assert as_toml(Settings()).count("\n# ") == len(KEYS)  # one per setting
+    hushed = run("config", "show", env={"PBMSERV_SECRET": "hush-hush"})
+    assert "hush-hush" not in hushed.output and 'secret = "***"' in hushed.output
 
 
 def test_config_check(tmp_path: Path, db_url: str) -> None:

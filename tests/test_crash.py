@@ -12,6 +12,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from pbmserv.config import Settings
 from tests.conftest import free_port, make_mail, read_maildir
 
@@ -36,6 +38,15 @@ def start_server(settings: Settings, port: int, log: Path) -> subprocess.Popen[b
 
 
 def test_sigkill_loses_no_acknowledged_mail(settings: Settings, tmp_path: Path) -> None:
+    sigkill_under_load(settings, tmp_path)
+
+
+@pytest.mark.postgres
+def test_sigkill_loses_no_acknowledged_mail_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    sigkill_under_load(Settings(database_url=pg_url, maildir=tmp_path / "mail"), tmp_path)
+
+
+def sigkill_under_load(settings: Settings, tmp_path: Path) -> None:
     port = free_port()
     log = tmp_path / "server.log"
     proc = start_server(settings, port, log)
@@ -69,7 +80,7 @@ def test_sigkill_loses_no_acknowledged_mail(settings: Settings, tmp_path: Path) 
     thread.join()
     proc = start_server(settings, port, log)
     try:
-        deadline = time.monotonic() + 150  # a mail leased by the killed sender waits 60 s
+        deadline = time.monotonic() + 150  # a mail leased by the killed sender waits 30 s
         while time.monotonic() < deadline:
             replies = Counter(m["In-Reply-To"] for m in read_maildir(settings.maildir))
             if all(replies[mid] for mid in acked):

@@ -15,7 +15,7 @@ from pbmserv.config import Settings
 from pbmserv.db.models import InboundMessage
 from pbmserv.db.session import Database
 from pbmserv.server import Server
-from tests.conftest import free_port, make_mail, read_maildir
+from tests.conftest import free_port, make_mail, read_maildir, text_of
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_game_over_smtp(smtp: smtplib.SMTP, settings: Settings) -> None:
     assert ("bob@example.org", "Honeydonuts Board 101 bob") in subjects
     reply = next(m for m in mails if m["Subject"] == "pbmserv: welcome, alice")
     assert reply["Auto-Submitted"] == "auto-replied" and reply["In-Reply-To"]
-    assert all(len(line) <= 76 for m in mails for line in m.get_content().splitlines())
+    assert all(len(line) <= 76 for m in mails for line in text_of(m).splitlines())
 
 
 def test_same_message_id_twice_is_applied_once(smtp: smtplib.SMTP, settings: Settings,

@@ -12,7 +12,7 @@ import pytest
 from pbmserv.config import Settings
 from pbmserv.db.session import Database
 from pbmserv.server import Server
-from tests.conftest import free_port, read_maildir
+from tests.conftest import free_port, read_maildir, text_of
 
 SWAKS = shutil.which("swaks")
 pytestmark = pytest.mark.skipif(SWAKS is None,
@@ -64,10 +64,10 @@ def test_readme_walkthrough(port: int, settings: Settings) -> None:
     assert subjects.count("Honeydonuts Board 101 Game over") == 1
     assert subjects.count("Honeydonuts Board 101 Game over **") == 1
     undo = [m for m in mails if m["To"] == "alice@example.org"
-            and "Oops, wrong line." in m.get_content()]
+            and "Oops, wrong line." in text_of(m)]
     assert len(undo) == 1 and "bob asks to take back their last move" in " ".join(
-        undo[0].get_content().split())
+        text_of(undo[0]).split())
     assert "Honeydonuts Board 101 bob **" in subjects
     bob_board = next(m for m in mails if m["Subject"] == "Honeydonuts Board 101 bob **")
-    assert "alice writes:\n  Your move, Bob." in bob_board.get_content()
+    assert "alice writes:\n  Your move, Bob." in text_of(bob_board)
     assert not any("secret" in m.as_string() for m in mails)

@@ -40,6 +40,8 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("clock_due_at", TZ, nullable=True))
         batch_op.add_column(sa.Column("watchers", sa.Integer(), nullable=False,
                                       server_default="0"))
+        batch_op.add_column(sa.Column("queued", sa.Integer(), nullable=False,
+                                      server_default="0"))
     boards = sa.table(
         "boards", sa.column("finished", sa.Boolean()), sa.column("status", sa.String()),
         sa.column("offer_by", sa.Integer()), sa.column("request_kind", sa.String()),
@@ -61,6 +63,7 @@ def upgrade() -> None:
         batch_op.alter_column("forfeit_days", server_default=None)
         batch_op.alter_column("nags_sent", server_default=None)
         batch_op.alter_column("watchers", server_default=None)
+        batch_op.alter_column("queued", server_default=None)
         batch_op.drop_column("finished")
         batch_op.drop_column("offer_by")
         batch_op.create_index("ix_boards_status_clock_due_at", ["status", "clock_due_at"])
@@ -210,7 +213,7 @@ def downgrade() -> None:
                .values(offer_by=boards.c.request_by))
     with op.batch_alter_table("boards", schema=None) as batch_op:
         batch_op.drop_index("ix_boards_status_clock_due_at")
-        for column in ("watchers", "clock_due_at", "nags_sent", "turn_started_at", "forfeit_days",
-                       "nag_days", "request_by", "request_kind", "termination", "status",
-                       "previous_version", "previous_position", "position_version"):
+        for column in ("queued", "watchers", "clock_due_at", "nags_sent", "turn_started_at",
+                       "forfeit_days", "nag_days", "request_by", "request_kind", "termination",
+                       "status", "previous_version", "previous_position", "position_version"):
             batch_op.drop_column(column)

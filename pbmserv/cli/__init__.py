@@ -10,8 +10,9 @@ from pbmserv.cli import (
     queues,
     records,
     rules,
+    web,
 )
 from pbmserv.cli.app import EX_TEMPFAIL, EX_UNAVAILABLE, main
 
 __all__ = ["EX_TEMPFAIL", "EX_UNAVAILABLE", "accounts", "boards", "database", "health",
-           "mail", "main", "queues", "records", "rules"]
+           "mail", "main", "queues", "records", "rules", "web"]

@@ -54,9 +54,11 @@ def _listen_option(value: str | None) -> str | None:
 @click.option("--workers", default=None, type=click.IntRange(0, 64),
               help="Worker processes (processing, clock, sending); 0: a thread instead "
                    "(default: the settings' workers, 1).")
+@click.option("--web", "web", default=None, metavar="HOST:PORT",
+              help="Also serve the read-only web pages there.")
 @pass_app
 def serve(app: App, smtp: str | None, lmtp: str | None, host: str | None, port: int | None,
-          workers: int | None) -> None:
+          workers: int | None, web: str | None) -> None:
     """Listen for mail (SMTP and/or LMTP), process it and send the replies."""
     from pbmserv.server import Server
 
@@ -69,13 +71,20 @@ def serve(app: App, smtp: str | None, lmtp: str | None, host: str | None, port: 
         raise click.UsageError("nothing to listen on: set smtp or lmtp (or --smtp, --lmtp)")
     if smtp_at is not None and smtp_at.startswith("/"):
         raise click.UsageError("SMTP listens on host:port only; a Unix socket is for --lmtp")
+    web_at = None
+    if web is not None:
+        web_host, _, web_port = web.rpartition(":")
+        if not web_host or not web_port.isdigit():
+            raise click.BadParameter("write it as HOST:PORT, like 127.0.0.1:8080",
+                                     param_hint="--web")
+        web_at = (web_host, int(web_port))
     db = database(settings)
     migrate.ensure(db)
     smtp_host, _, smtp_port = (smtp_at or ":").rpartition(":")
     server = Server(db, settings, smtp_host.strip("[]"),
                     int(smtp_port) if smtp_at else None, lmtp=lmtp_at,
                     workers=settings.workers if workers is None else workers,
-                    worker_options=app.worker_options())
+                    web=web_at, worker_options=app.worker_options())
     listeners = [f"{kind} {where}" for kind, where in (("SMTP", smtp_at), ("LMTP", lmtp_at))
                  if where]
     try:

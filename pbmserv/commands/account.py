@@ -9,10 +9,11 @@ from sqlalchemy.orm import Session
 from pbmserv.commands.args import small_number
 from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
 from pbmserv.config import Settings
-from pbmserv.db.models import PasswordReset, User
+from pbmserv.db.models import MailPrefs, PasswordReset, User
+from pbmserv.db.status import DigestMode
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.render import render
-from pbmserv.service import clock, resets
+from pbmserv.service import clock, mail_prefs, resets
 from pbmserv.service.accounts import (
     close_account,
     existing_user,
@@ -112,6 +113,45 @@ class VacationCommand(Command):
                    allowance=clock.VACATION_DAYS_PER_YEAR),
             subject=f"pbmserv: {user.userid}'s vacation",
         )
+
+
+@command
+class MailPreferences(Command):
+    name = "notify"
+    arguments = "userid password [html on|off | digest daily|twice|off [HOUR]]"
+    summary = ("how your mail comes: 'html off' for plain text only; 'digest daily' (or "
+               "'twice') for one mail a day (or two) listing the boards that wait for your "
+               "move, instead of a mail per move, at HOUR o'clock UTC (default 18); with "
+               "nothing after the password, how it stands")
+    secret_args = (1,)
+    min_args = 2
+    max_args = 5
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        user = login(ctx, inv.args[0], inv.args[1])
+        words = [w.lower() for w in inv.args[2:]]
+        now = ctx.service.now
+        chosen = ctx.session.get(MailPrefs, user.id)
+        if words[:1] == ["html"] and words[1:] in (["on"], ["off"]):
+            chosen = mail_prefs.set_html(ctx.session, user, words[1] == "on")
+        elif words[:1] == ["digest"] and len(words) in (2, 3) \
+                and words[1] in {m.value for m in DigestMode}:
+            hour = None
+            if len(words) == 3:
+                hour = small_number(words[2])
+                if hour is None:
+                    raise PlayerError("the digest hour is a whole hour from 0 to 23 (UTC)")
+            chosen = mail_prefs.set_digest(ctx.session, user, DigestMode(words[1]), hour, now)
+        elif words:
+            raise PlayerError("write 'html on', 'html off', 'digest daily', 'digest twice' "
+                              "or 'digest off' (a digest may end with its hour, 0 to 23)",
+                              usage=True)
+        return Result(render("commands/mail_prefs.txt.j2", user=user,
+                             html=chosen.html if chosen else True,
+                             digest=chosen.digest if chosen else DigestMode.OFF,
+                             hour=chosen.digest_hour if chosen else mail_prefs.DEFAULT_HOUR,
+                             next_at=chosen.digest_next_at if chosen else None),
+                      subject=f"pbmserv: {user.userid}'s mail")
 
 
 def mail_reset_code(session: Session, settings: Settings, user: User, now: datetime, *,

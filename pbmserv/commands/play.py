@@ -15,8 +15,9 @@ from pbmserv.notifications import notes_for, notes_of
 from pbmserv.notifications.views import board_subject, board_summary
 from pbmserv.render import render
 from pbmserv.service.accounts import check_enabled, existing_user
-from pbmserv.service.boards import load_board
+from pbmserv.service.boards import engine_of, load_board, load_board_by_id
 from pbmserv.service.errors import PlayerError
+from pbmserv.service.reply_tokens import read_token, server_secret
 
 
 def acting(ctx: Context, inv: Invocation) -> tuple[AnyEngine, Board, User]:
@@ -121,6 +122,33 @@ def act(ctx: Context, engine: AnyEngine, board: Board, user: User, word: str) ->
     else:
         service.decline(board, user, comment=ctx.comment)
     return board_result(ctx, engine, board, user, "commands/act.txt.j2", word=word)
+
+
+def reply_move(ctx: Context, tag: str, text: str) -> Result:
+    """The move of a reply to a move-by-reply address: the address names the board,
+    the player and the move; the reply's first line is the move (or a move word)."""
+    token = read_token(server_secret(ctx.session, ctx.settings.secret), tag)
+    if token is None:
+        raise PlayerError("this mail went to a reply address the server did not give "
+                          "out (or one that was changed); write the whole command instead, "
+                          "as the \"To move:\" line of the board mail shows it")
+    board = load_board_by_id(ctx.session, token.board_id, lock=True)
+    user = ctx.session.get(User, token.user_id)
+    if board is None or user is None or user.closed_at is not None:
+        raise PlayerError("the board or the player of this reply address is gone")
+    check_enabled(user)  # the address stands for the password: not for a disabled account
+    engine = engine_of(board)
+    move, at = split_move_number(text)
+    service = ctx.service
+    service.seat_of(board, user)
+    service.check_ply(board, token.ply)  # a late or repeated reply is refused
+    if at is not None:
+        service.check_ply(board, at)
+    ctx.logins += 1  # the address stood for the password
+    if move.lower() in MOVE_WORDS:
+        return act(ctx, engine, board, user, move.lower())
+    notation = service.play(board, user, move, comment=ctx.comment, expected_ply=token.ply)
+    return board_result(ctx, engine, board, user, "commands/move.txt.j2", notation=notation)
 
 
 class BoardWordCommand(Command):

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from pbmserv.db.base import Base, utcnow
 from pbmserv.db.status import (
     BoardStatus,
+    DigestMode,
     InboundStatus,
     OutboxStatus,
     RequestKind,
@@ -53,6 +54,7 @@ class Board(Base):
     __table_args__ = (
         UniqueConstraint("game", "number"),
         Index("ix_boards_status_clock_due_at", "status", "clock_due_at"),
+        Index("ix_boards_game_status", "game", "status"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -88,6 +90,8 @@ class Board(Base):
     clock_due_at: Mapped[datetime | None] = mapped_column(default=None)
     #: how many subscribers watch the board (so a board without any reads none)
     watchers: Mapped[int] = mapped_column(default=0)
+    #: how many conditional moves wait on the board (likewise)
+    queued: Mapped[int] = mapped_column(default=0)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -109,6 +113,7 @@ class Board(Base):
 
 class BoardPlayer(Base):
     __tablename__ = "board_players"
+    __table_args__ = (Index("ix_board_players_user_id_board_id", "user_id", "board_id"),)
 
     board_id: Mapped[int] = mapped_column(ForeignKey("boards.id"), primary_key=True)
     seat: Mapped[int] = mapped_column(primary_key=True)
@@ -200,7 +205,8 @@ class Seek(Base):
     """An open challenge that anyone may join."""
 
     __tablename__ = "seeks"
-    __table_args__ = (UniqueConstraint("game", "number"),)
+    __table_args__ = (UniqueConstraint("game", "number"),
+                      Index("ix_seeks_status_game_number", "status", "game", "number"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     game: Mapped[str] = mapped_column(String(32))
@@ -274,6 +280,10 @@ class OutboxMessage(Base):
     subject: Mapped[str] = mapped_column(String(255))
     body: Mapped[str] = mapped_column(Text)
     in_reply_to: Mapped[str | None] = mapped_column(String(1000), default=None)
+    #: where the recipient's reply should go (a move-by-reply address), if not to us
+    reply_to: Mapped[str | None] = mapped_column(String(320), default=None)
+    #: the same mail as HTML (sent as multipart/alternative), if there is one
+    html_body: Mapped[str | None] = mapped_column(Text, default=None)
     status: Mapped[OutboxStatus] = mapped_column(StrEnumType(OutboxStatus),
                                                  default=OutboxStatus.PENDING)
     attempts: Mapped[int] = mapped_column(default=0)
@@ -412,3 +422,28 @@ class ImportedBoard(Base):
     event: Mapped[str | None] = mapped_column(String(200), default=None)
     round: Mapped[int | None] = mapped_column(default=None)
     imported_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class MailPrefs(Base):
+    """How a player wants their mail (no row: HTML parts on, no digest)."""
+
+    __tablename__ = "mail_prefs"
+    __table_args__ = (Index("ix_mail_prefs_digest_next_at", "digest_next_at"),)
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    html: Mapped[bool] = mapped_column(default=True)
+    digest: Mapped[DigestMode] = mapped_column(StrEnumType(DigestMode), default=DigestMode.OFF)
+    #: the hour (UTC) of the digest; the second one, with TWICE, comes 12 hours later
+    digest_hour: Mapped[int] = mapped_column(default=18)
+    digest_next_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: the last event a digest has covered (board_events.id)
+    digest_event_id: Mapped[int] = mapped_column(default=0)
+
+
+class ServerSecret(Base):
+    """A secret the server made for itself (the key of move-by-reply addresses)."""
+
+    __tablename__ = "server_secrets"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(128))

@@ -27,6 +27,14 @@ class SeekStatus(StrEnum):
     WITHDRAWN = "withdrawn"
 
 
+class DigestMode(StrEnum):
+    """How a player's board mails come: one by one, or gathered in a digest."""
+
+    OFF = "off"
+    DAILY = "daily"
+    TWICE = "twice"
+
+
 class InboundStatus(StrEnum):
     NEW = "new"
     DONE = "done"

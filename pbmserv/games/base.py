@@ -160,9 +160,13 @@ class Engine(ABC, Generic[P, M]):
         return Outcome(None, Termination.AGREEMENT, "ended by agreement")
 
     # -- helpers built on the interface --------------------------------------------
-    def play(self, pos: P, text: str) -> tuple[P, str]:
-        """Parse, check and apply one move; returns the new position and the canonical text."""
-        if self.outcome(pos) is not None:
+    def play(self, pos: P, text: str, *, live: bool = False) -> tuple[P, str]:
+        """Parse, check and apply one move; returns the new position and the canonical text.
+
+        ``live``: the caller knows the game is not over in ``pos`` (working that out
+        may cost as much as the move).
+        """
+        if not live and self.outcome(pos) is not None:
             raise IllegalMoveError("the game is already over")
         move = self.parse_move(pos, text)
         return self.apply(pos, move), self.format_move(pos, move)

@@ -13,6 +13,7 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from pbmserv.config import Settings
 from pbmserv.intake.writer import IntakeWriter, Pending
+from pbmserv.mail.addresses import is_ours
 
 log = logging.getLogger(__name__)
 
@@ -22,11 +23,6 @@ OK_STORED = "250 2.0.0 Message accepted as #{}"
 OK_DUPLICATE = "250 2.0.0 Message already received"
 NO_SUCH_USER = "550 5.1.1 No such mailbox here: this server only takes mail for {}"
 STORE_FAILED = "451 4.3.0 Could not store the message; please try again later"
-
-
-def is_ours(address: str, settings: Settings) -> bool:
-    """Whether the server takes mail for ``address``: the one place that decides."""
-    return address.lower() in settings.addresses
 
 
 def content_of(envelope: Envelope) -> bytes:
@@ -43,7 +39,7 @@ class IntakeHandler:
 
     async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,
                           address: str, rcpt_options: list[str]) -> str:
-        if not is_ours(address, self.settings):
+        if not is_ours(address, self.settings.addresses):
             return NO_SUCH_USER.format(", ".join(self.settings.addresses))
         envelope.rcpt_tos.append(address)
         return OK

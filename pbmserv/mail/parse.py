@@ -16,7 +16,8 @@ from email.message import Message
 from email.parser import BytesHeaderParser, BytesParser
 from itertools import islice
 
-from pbmserv.mail.headers import address_of, header
+from pbmserv.mail.addresses import tag_of
+from pbmserv.mail.headers import MAX_HEADER_VALUE, address_of, header
 from pbmserv.mail.html import html_to_text
 from pbmserv.mail.text import clean_text
 
@@ -41,6 +42,7 @@ _QUOTE_INTRO_MAX = 300
 _BOARD_SUBJECT = re.compile(
     r"(?:(?:new|nag:) )?(\S+) board ([0-9]{1,10}):?"
     r"((?: \S+){0,2}| chat from \S+| how to move)", re.I)
+_ADDRESS_LIKE = re.compile(r"[^\s<>(),;:\"\[\]]{1,200}@[^\s<>(),;:\"\[\]]{1,200}")
 _CONTAINER = re.compile(rb"(?im)^content-type:[ \t]*(?:\r?\n[ \t]+)*(?:multipart|message)/")
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
 _FIELD_START = re.compile(rb"(?m)^[^ \t\r\n]")
@@ -72,6 +74,10 @@ class ParsedMail:
     references: str = ""
     #: (game, board number) when the Subject is that of a board mail, left as it was
     board_reply: tuple[str, int] | None = None
+    #: the TAG of the ``pbmserv+TAG@host`` address the mail was written to, if any
+    reply_tag: str | None = None
+    #: the bare move of a reply to such an address (its first line, or its Subject)
+    reply_move: str | None = None
 
 
 def _any_text(line: str) -> bool:
@@ -113,8 +119,46 @@ def parse_message(
     if refusal:
         parsed.refusal = refusal
         return parsed
-    _find_commands(parsed, body_text(parts), is_command)
+    body = body_text(parts)
+    parsed.reply_tag = _reply_tag(msg, own_addresses)
+    if parsed.reply_tag is None or not _find_reply_move(parsed, body, is_command):
+        _find_commands(parsed, body, is_command)
     return parsed
+
+
+_RECIPIENT_HEADERS = ("Delivered-To", "X-Original-To", "To", "Cc")
+
+
+def _reply_tag(msg: Message, own: tuple[str, ...]) -> str | None:
+    """The tag of the first ``pbmserv+TAG@host`` address among the recipients."""
+    for name in _RECIPIENT_HEADERS:
+        for value in (msg.get_all(name) or [])[:10]:
+            for candidate in _ADDRESS_LIKE.findall(str(value)[:MAX_HEADER_VALUE]):
+                tag = tag_of(candidate, own)
+                if tag:
+                    return tag
+    return None
+
+
+def _find_reply_move(parsed: ParsedMail, body: str, is_command: Callable[[str], bool]) -> bool:
+    """A reply to a move-by-reply address: its move is the first line of the body if
+    that is one word (not a command), else the Subject if that is one word."""
+    lines = body.split("\n")
+    for i, line in enumerate(lines):
+        words = line.split()
+        if not words or line.lstrip().startswith(">"):
+            continue
+        if len(words) == 1 and not is_command(words[0]) and line.rstrip() not in ("--", "-- "):
+            parsed.reply_move = words[0]
+            parsed.comment = comment_text(lines[i + 1:])
+            return True
+        break
+    subject = parsed.subject.split()
+    if len(subject) == 1 and not is_command(subject[0]):
+        parsed.reply_move = subject[0]
+        parsed.comment = comment_text(lines)
+        return True
+    return False
 
 
 def prescan(raw: bytes) -> str:

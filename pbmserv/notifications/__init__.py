@@ -20,11 +20,18 @@ from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
 from pbmserv.db.models import Board, GameNotify, User
+from pbmserv.db.status import DigestMode
 from pbmserv.games import AnyEngine
+from pbmserv.mail.addresses import subaddress
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.notifications.tournaments import tournament_mails
-from pbmserv.notifications.views import board_subject, board_summary, status_line
-from pbmserv.render import render
+from pbmserv.notifications.views import (
+    board_subject,
+    board_summary,
+    board_summary_html,
+    status_line,
+)
+from pbmserv.render import html_mail, render, render_html
 from pbmserv.service.boards import engine_of, player_of, subscribers
 from pbmserv.service.events import (
     BoardCreated,
@@ -40,6 +47,8 @@ from pbmserv.service.events import (
     RequestMade,
     TournamentEvent,
 )
+from pbmserv.service.mail_prefs import choices_of
+from pbmserv.service.reply_tokens import ReplyToken, make_token, server_secret
 
 
 @dataclass(frozen=True)
@@ -136,10 +145,20 @@ class Notifier:
         self.scrub = scrub
         self.queued = 0
 
-    def _send(self, user: User, subject: str, body: str) -> None:
+    def _send(self, user: User, subject: str, body: str, *,
+              reply_to: str | None = None, html: str | None = None) -> None:
         queue_mail(self.session, self.settings, to=user.email, subject=self.scrub(subject),
-                   body=self.scrub(body), inbound_id=self.inbound_id)
+                   body=self.scrub(body), inbound_id=self.inbound_id, reply_to=reply_to,
+                   html=None if html is None else self.scrub(html))
         self.queued += 1
+
+    def _reply_address(self, board: Board, user: User) -> str | None:
+        """The move-by-reply address for ``user`` if the board waits for their move."""
+        if board.finished or player_of(board, board.to_move).id != user.id:
+            return None
+        secret = server_secret(self.session, self.settings.secret)
+        token = make_token(secret, ReplyToken(board.id, user.id, board.ply + 1))
+        return subaddress(self.settings.address, token)
 
     def notify(self, events: Iterable[Event]) -> int:
         """Queue every mail the events call for; returns how many were queued."""
@@ -195,19 +214,38 @@ class Notifier:
         subject = board_subject(engine, board, new=new, commented=bool(comments))
         # a tournament pairs boards its players did not ask for: no reply carries them
         paired = any(isinstance(e, BoardCreated) and e.tournament for e in events)
-        for user in self._watchers(board, finished, skip=not paired):
-            body = render("board_mail.txt.j2", new=new, notes=notes_for(notes, user),
-                          summary=summary, comments=comments)
-            self._send(user, subject, body)
+        watchers = self._watchers(board, finished, skip=not paired)
+        choices = choices_of(self.session, watchers)
+        drawn: dict[tuple[tuple[str, ...], bool], str] = {}
+        for user in watchers:
+            chosen = choices.get(user.id)
+            if chosen is not None and chosen.digest is not DigestMode.OFF and not paired:
+                continue  # their digest tells them
+            reply_to = self._reply_address(board, user)
+            mine = notes_for(notes, user)
+            parts = {"new": new, "notes": mine, "comments": comments,
+                     "by_reply": reply_to is not None, "example": engine.move_forms[0]}
+            body = render("board_mail.txt.j2", summary=summary, **parts)
+            html = None
+            if chosen is None or chosen.html:
+                key = (tuple(mine), reply_to is not None)
+                if key not in drawn:  # the same for every reader with the same notes
+                    drawn[key] = html_mail(subject, render_html(
+                        "board_mail.html.j2",
+                        summary=board_summary_html(self.session, engine, board), **parts))
+                html = drawn[key]
+            self._send(user, subject, body, reply_to=reply_to, html=html)
 
     def _nag(self, engine: AnyEngine, board: Board, event: NagDue) -> None:
         user = player_of(board, event.seat)
         if user.email.lower() in self.skip or board.finished:
             return
         subject = render("subjects/nag.txt.j2", engine=engine, board=board, userid=user.userid)
+        reply_to = self._reply_address(board, user)
         body = render("nag.txt.j2", engine=engine, board=board, userid=user.userid,
-                      event=event, summary=board_summary(self.session, engine, board))
-        self._send(user, subject.strip(), body)
+                      event=event, summary=board_summary(self.session, engine, board),
+                      by_reply=reply_to is not None, example=engine.move_forms[0])
+        self._send(user, subject.strip(), body, reply_to=reply_to)
 
     def _chat(self, engine: AnyEngine, board: Board, event: ChatSent) -> None:
         writer = self.session.get(User, event.user_id)

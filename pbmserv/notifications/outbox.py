@@ -24,12 +24,15 @@ def new_message_id(settings: Settings) -> str:
 
 
 def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, body: str,
-               inbound_id: int | None = None, in_reply_to: str | None = None) -> int:
-    """Queue one mail; returns its outbox id."""
+               inbound_id: int | None = None, in_reply_to: str | None = None,
+               reply_to: str | None = None, html: str | None = None) -> int:
+    """Queue one mail; returns its outbox id.  ``html``: the same mail as HTML, sent
+    beside the text as multipart/alternative."""
     now = utcnow()
     result = session.connection().execute(_INSERT, {
         "inbound_id": inbound_id, "created_at": now, "message_id": new_message_id(settings),
         "to_addr": to, "subject": subject[:255], "body": body, "in_reply_to": in_reply_to,
+        "reply_to": reply_to, "html_body": html,
         "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now,
     })
     key = result.inserted_primary_key

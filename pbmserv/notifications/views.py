@@ -1,4 +1,5 @@
-"""What a board looks like in mail: its summary, status line and subject lines.
+"""What a board looks like in mail: its summary (text, and HTML), status line and
+subject lines.
 
 Plain data goes in, text comes out of the templates; nothing here changes a board.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from markupsafe import Markup
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
@@ -14,7 +16,8 @@ from pbmserv.db.models import Board, Move
 from pbmserv.db.status import RequestKind
 from pbmserv.games import AnyEngine
 from pbmserv.games.base import Termination
-from pbmserv.render import render
+from pbmserv.notifications.drawing import board_diagram_html
+from pbmserv.render import render, render_html
 from pbmserv.service.boards import player_of, position_of, subscribers
 from pbmserv.service.ratings import change_lines
 
@@ -49,20 +52,11 @@ def diagram(engine: AnyEngine, position: Any) -> str:
     return render(engine.board_template(), view=engine.view(position))
 
 
-def board_summary(session: Session, engine: AnyEngine, board: Board, *,
-                  full: bool = False) -> str:
-    """The summary of a board as it stands.  Board mails show the latest
-    ``SHOWN_ROUNDS`` rounds of moves (``full``: every move), so a mail costs the same at
-    move 1,000 as at move 10; it is rendered once per state of the board, however many
-    mails carry it."""
-    session.flush()  # the newest move belongs in the list
-    watchers = tuple(u.userid for u in subscribers(session, board))
-    key = (board.ply, board.status, board.request_kind, board.request_by, board.updated_at,
-           watchers, full)
-    cache: dict[int, tuple[Any, str]] = session.info.setdefault(SUMMARY_CACHE, {})
-    cached = cache.get(board.id)
-    if cached is not None and cached[0] == key:
-        return cached[1]
+def summary_context(session: Session, engine: AnyEngine, board: Board,
+                    watchers: tuple[str, ...], *, full: bool = False) -> dict[str, Any]:
+    """What a summary shows, for summary.txt.j2 and summary.html.j2 alike (each adds
+    its own ``diagram``): the latest ``SHOWN_ROUNDS`` rounds of moves, or every move
+    with ``full``."""
     seats = len(engine.seats)
     first = 1 if full else max(1, ((board.ply - 1) // seats - SHOWN_ROUNDS + 1) * seats + 1)
     moves = session.connection().execute(_MOVES, {"board": board.id, "first": first}).all()
@@ -71,21 +65,56 @@ def board_summary(session: Session, engine: AnyEngine, board: Board, *,
         if (ply - 1) % seats == 0 or not rows:
             rows.append(((ply - 1) // seats + 1, []))
         rows[-1][1].append(notation)
-    text = render(
-        "summary.txt.j2",
-        title=engine.title,
-        game=engine.name,
-        board=board,
-        players=[(engine.seats[p.seat], p.user.userid, p.time_used) for p in board.players],
-        watchers=watchers,
-        status=status_line(engine, board),
-        to_move=None if board.finished else player_of(board, board.to_move).userid,
-        rows=rows,
-        hidden=first - 1,
-        diagram=diagram(engine, position_of(engine, board)),
-        ratings=change_lines(session, board) if board.finished else [],
-    )
-    cache[board.id] = (key, text)
+    return {
+        "title": engine.title,
+        "game": engine.name,
+        "board": board,
+        "players": [(engine.seats[p.seat], p.user.userid, p.time_used) for p in board.players],
+        "watchers": watchers,
+        "status": status_line(engine, board),
+        "to_move": None if board.finished else player_of(board, board.to_move).userid,
+        "rows": rows,
+        "hidden": first - 1,
+        "ratings": change_lines(session, board) if board.finished else [],
+    }
+
+
+def board_summary(session: Session, engine: AnyEngine, board: Board, *,
+                  full: bool = False) -> str:
+    """The summary of a board as it stands.  Board mails show the latest
+    ``SHOWN_ROUNDS`` rounds of moves (``full``: every move), so a mail costs the same at
+    move 1,000 as at move 10; it is rendered once per state of the board, however many
+    mails carry it."""
+    return _summary(session, engine, board, full=full, html=False)
+
+
+def board_summary_html(session: Session, engine: AnyEngine, board: Board, *,
+                       full: bool = False) -> Markup:
+    """The same summary in HTML (summary.html.j2): the board drawn as a table with the
+    cells of the last move marked, the move list with the last move marked.  Its
+    classes are styled by boards/board.css: give it to ``render.html_mail`` (or a
+    page that carries that style sheet)."""
+    return Markup(_summary(session, engine, board, full=full, html=True))
+
+
+def _summary(session: Session, engine: AnyEngine, board: Board, *, full: bool,
+             html: bool) -> str:
+    session.flush()  # the newest move belongs in the list
+    watchers = tuple(u.userid for u in subscribers(session, board))
+    key = (board.ply, board.status, board.request_kind, board.request_by, board.updated_at,
+           watchers, full)
+    cache: dict[tuple[int, bool], tuple[Any, str]] = session.info.setdefault(SUMMARY_CACHE, {})
+    cached = cache.get((board.id, html))
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    context = summary_context(session, engine, board, watchers, full=full)
+    if html:
+        text: str = render_html("summary.html.j2",
+                                diagram=board_diagram_html(session, engine, board), **context)
+    else:
+        text = render("summary.txt.j2", diagram=diagram(engine, position_of(engine, board)),
+                      **context)
+    cache[(board.id, html)] = (key, text)
     return text
 
 

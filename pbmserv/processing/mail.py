@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from pbmserv.commands import lookup
 from pbmserv.commands.base import MASK, Command, Context, Invocation, Result, mask_words
+from pbmserv.commands.play import reply_move
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board
@@ -74,25 +75,43 @@ def run_line(ctx: Context, line: str) -> Section:
         return Section(cmd.masked(inv), True, result.text,
                        result.subject or f"pbmserv: {inv.verb}")
     except PlayerError as exc:
-        del ctx.service.events[ctx.events_mark:]  # rolled back with the savepoint
         if cmd is not None and inv is not None and (ctx.logins > logins_before
                                                     or not cmd.secrets(inv)):
             quoted = cmd.masked(inv)  # its words were in order: the password is masked
-        if exc.failed_keys:  # charged outside the savepoint, so that it sticks
-            record_failure(ctx.session, exc.failed_keys, utcnow())
-        game = inv.game if inv is not None else None
-        summary = None
-        if exc.board is not None and game is not None:
-            ctx.session.refresh(exc.board)
-            summary = board_summary(ctx.session, game, exc.board)
-        usage = cmd.usage(game.name if game else "game") if exc.usage and cmd else None
-        text = render("error.txt.j2", message=exc.message, usage=usage, summary=summary,
-                      hint=exc.hint)
-        if exc.board is not None and game is not None:
-            subject = f"{game.title} Board {exc.board.number} Error"
-        else:
-            subject = "pbmserv: error"
-        return Section(quoted, False, text, subject)
+        game = inv.game.name if inv is not None and inv.game is not None else "game"
+        usage = cmd.usage(game) if exc.usage and cmd else None
+        return refusal(ctx, exc, quoted, usage)
+
+
+def refusal(ctx: Context, exc: PlayerError, quoted: str, usage: str | None) -> Section:
+    """The reply section of a refused command (its savepoint rolled back already)."""
+    del ctx.service.events[ctx.events_mark:]
+    if exc.failed_keys:  # charged outside the savepoint, so that it sticks
+        record_failure(ctx.session, exc.failed_keys, utcnow())
+    engine = get_engine(exc.board.game) if exc.board is not None else None
+    summary = None
+    if exc.board is not None and engine is not None:
+        ctx.session.refresh(exc.board)
+        summary = board_summary(ctx.session, engine, exc.board)
+    text = render("error.txt.j2", message=exc.message, usage=usage, summary=summary,
+                  hint=exc.hint)
+    if exc.board is not None and engine is not None:
+        subject = f"{engine.title} Board {exc.board.number} Error"
+    else:
+        subject = "pbmserv: error"
+    return Section(quoted, False, text, subject)
+
+
+def run_reply(ctx: Context, tag: str, move: str) -> Section:
+    """A reply to a move-by-reply address: the move of the player it was sent to."""
+    ctx.events_mark = len(ctx.service.events)
+    quoted = f"(your reply) {move[:60]}"
+    try:
+        with ctx.session.begin_nested():
+            result = reply_move(ctx, tag, move)
+        return Section(quoted, True, result.text, result.subject or "pbmserv: move")
+    except PlayerError as exc:
+        return refusal(ctx, exc, quoted, None)
 
 
 def board_reply_section(ctx: Context, game: str, number: int) -> Section:
@@ -122,7 +141,10 @@ def handle(session: Session, settings: Settings, inbound_id: int,
         return InboundStatus.DONE
     ctx = Context(session, settings, sender=mail.reply_to, service=GameService(session),
                   raw_comment=mail.comment if mail.source != "multiple" else "")
-    sections = [run_line(ctx, line) for line in mail.commands]
+    if mail.reply_tag and mail.reply_move:
+        sections = [run_reply(ctx, mail.reply_tag, mail.reply_move)]
+    else:
+        sections = [run_line(ctx, line) for line in mail.commands]
     if mail.board_reply is not None and not sections:
         sections = [board_reply_section(ctx, *mail.board_reply)]
     if not sections:

@@ -39,6 +39,15 @@ def load_board(session: Session, engine: AnyEngine, number: int, *, lock: bool =
     return board
 
 
+_BOARD_BY_ID = select(Board).options(joinedload(Board.players)).where(Board.id == bindparam("id"))
+_BOARD_BY_ID_LOCKED = _BOARD_BY_ID.with_for_update(of=Board)
+
+
+def load_board_by_id(session: Session, board_id: int, *, lock: bool = False) -> Board | None:
+    return session.execute(_BOARD_BY_ID_LOCKED if lock else _BOARD_BY_ID,
+                           {"id": board_id}).unique().scalar()
+
+
 def next_board_number(session: Session, game: str) -> int:
     highest = session.scalar(select(func.max(Board.number)).where(Board.game == game))
     return (highest or FIRST_BOARD_NUMBER - 1) + 1
@@ -71,11 +80,15 @@ def position_at(session: Session, engine: AnyEngine, board: Board, ply: int) -> 
         return position_of(engine, board)
     if ply == board.ply - 1 and board.previous_position is not None:
         return engine.load(board.previous_position, board.previous_version or 1)
-    # further back: replay up to it
+    # further back: replay up to it; each stored move was played on a game not over, so
+    # the engine's game-over test before each (as costly as the move) is skipped
     notations = session.scalars(select(Move.notation).where(Move.board_id == board.id,
                                                             Move.ply <= ply)
                                 .order_by(Move.ply))
-    return engine.play_all(start_position(engine, board), list(notations))
+    position = start_position(engine, board)
+    for notation in notations:
+        position, _ = engine.play(position, notation, live=True)
+    return position
 
 
 _SUBSCRIBERS = "pbmserv.subscribers"

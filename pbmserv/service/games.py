@@ -234,7 +234,8 @@ class GameService:
             raise PlayerError(f"it is {mover.userid}'s turn, not yours", board=board)
         engine = engine_of(board)
         try:
-            position, notation = engine.play(position_of(engine, board), text)
+            # the board is in play, so its position is not over
+            position, notation = engine.play(position_of(engine, board), text, live=True)
         except RuleError as exc:
             raise PlayerError(f"{text} is not possible here: {exc}", board=board,
                               hint=move_hint(engine, board)) from None
@@ -308,7 +309,7 @@ class GameService:
         board.updated_at = self.now
         board.clock_due_at = None
         self._clear_request(board)
-        self.session.execute(delete(QueuedMove).where(QueuedMove.board_id == board.id))
+        self._clear_queues(board, None)
         self._record(GameFinished(board.id, outcome.winner, outcome.termination, outcome.reason,
                                   by=by, comment=comment))
         self._follow_up(board, by)
@@ -398,10 +399,11 @@ class GameService:
         board.turn_started_at = self.now - (move.created_at - started)
         board.nags_sent = move.nags_before
         self._player(board, move.seat).time_used -= move.seconds_used
-        for seat in sorted({q.seat for q in self.session.scalars(
-                select(QueuedMove).where(QueuedMove.board_id == board.id))}):
-            self._record(QueueCleared(board.id, seat, None, None))
-        self._clear_queues(board, None)
+        if board.queued:
+            for seat in sorted({q.seat for q in self.session.scalars(
+                    select(QueuedMove).where(QueuedMove.board_id == board.id))}):
+                self._record(QueueCleared(board.id, seat, None, None))
+            self._clear_queues(board, None)
         self.session.delete(move)
         self.session.flush()
         clock.schedule(self.session, board, self.now)
@@ -448,26 +450,29 @@ class GameService:
                 raise PlayerError(f"pair {n}: after {mine_text} the game would be over, so "
                                   "no pair may follow it", board=board)
             pairs.append((theirs_text, mine_text))
-        self.session.execute(delete(QueuedMove).where(QueuedMove.board_id == board.id,
-                                                      QueuedMove.seat == seat))
+        self._clear_queues(board, seat)
         rows = [QueuedMove(board_id=board.id, seat=seat, position=n, opponent_move=theirs,
                            reply=mine) for n, (theirs, mine) in enumerate(pairs, 1)]
         self.session.add_all(rows)
+        board.queued += len(rows)
         self.session.flush()
         return rows
 
     def _clear_queues(self, board: Board, seat: int | None) -> None:
+        if not board.queued:
+            return
         query = delete(QueuedMove).where(QueuedMove.board_id == board.id)
         if seat is not None:
             query = query.where(QueuedMove.seat == seat)
-        self.session.execute(query)
+        gone = self.session.execute(query).rowcount  # type: ignore[attr-defined]
+        board.queued = 0 if seat is None else max(board.queued - gone, 0)
 
     def _fire_queue(self, board: Board, engine: AnyEngine, position: Any,
                     played: str) -> None:
         """After a move: the next player's first queued pair answers it, or the queue,
         now out of date, is cleared."""
         seat = board.to_move
-        queue = self.queue_of(board, seat)
+        queue = self.queue_of(board, seat) if board.queued else []
         if not queue:
             return
         first = queue[0]
@@ -482,6 +487,7 @@ class GameService:
             self._record(QueueCleared(board.id, seat, first.opponent_move, played))
             return
         self.session.delete(first)
+        board.queued -= 1
         self.session.flush()
         self._apply(board, engine, after, notation, None, automatic=True)
 

@@ -1,0 +1,94 @@
+"""Boards drawn in HTML, for web pages and the HTML part of board mail.
+
+A board is an HTML table (``templates/boards/<game>.html.j2``) fed by the engine's
+``view`` of a position, the same plain data the text diagram gets.  The cells that
+the last move touched are marked: the views of the positions before and after the
+move are compared cell by cell, and every cell whose content changed is touched
+(a piece left it or arrived, a stack grew or shrank, a square slid into a hole).
+This needs nothing from the engines beyond ``view``, and shows exactly what changed;
+a cell a move passed over without changing it is not marked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from markupsafe import Markup
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from pbmserv.db.models import Board, Move
+from pbmserv.games import AnyEngine
+from pbmserv.render import render_html
+from pbmserv.service.boards import position_at, position_of
+
+
+@dataclass(frozen=True)
+class Square:
+    """One cell of a drawn board."""
+
+    #: what stands there, as the engine's view writes it (a whole stack for the hex
+    #: games, where the view puts a mark like [1] for a stack too tall for text)
+    content: str
+    #: changed by the last move
+    touched: bool
+
+
+def contents(view: dict[str, Any]) -> list[list[str]]:
+    """The content of every cell, row by row as the view draws them."""
+    tall = {t["mark"]: t["stack"] for t in view.get("tall", ())}
+    return [[tall.get(cell, cell) for cell in row["cells"]] for row in view["rows"]]
+
+
+def squares(view: dict[str, Any], before: dict[str, Any] | None) -> list[list[Square]]:
+    """The cells of ``view``, each marked if it differs from the same cell of
+    ``before`` (nothing is marked without a ``before``)."""
+    now = contents(view)
+    if before is None:
+        return [[Square(cell, False) for cell in row] for row in now]
+    old = contents(before)
+
+    def changed(r: int, c: int) -> bool:
+        return r >= len(old) or c >= len(old[r]) or old[r][c] != now[r][c]
+
+    return [[Square(cell, changed(r, c)) for c, cell in enumerate(row)]
+            for r, row in enumerate(now)]
+
+
+def html_template(engine: AnyEngine) -> str:
+    return f"boards/{engine.name}.html.j2"
+
+
+def diagram_html(engine: AnyEngine, position: Any, before: Any = None) -> Markup:
+    """The board in ``position`` as an HTML table; with ``before`` (the position
+    before the last move), the cells that move changed are marked."""
+    view = engine.view(position)
+    old = None if before is None else engine.view(before)
+    return render_html(html_template(engine), view=view, squares=squares(view, old))
+
+
+def positions_around(session: Session, engine: AnyEngine, board: Board,
+                     ply: int) -> tuple[Any, Any]:
+    """The position after move ``ply`` and the one before it (None for ply 0).
+
+    The last move's positions are stored with the board; an older one is replayed
+    once, up to the move before, and the move itself applied to that."""
+    if ply == 0:
+        return position_at(session, engine, board, 0), None
+    before = position_at(session, engine, board, ply - 1)
+    if ply == board.ply:
+        return position_of(engine, board), before
+    notation = session.scalar(select(Move.notation).where(Move.board_id == board.id,
+                                                          Move.ply == ply))
+    if notation is None:
+        raise LookupError(f"board {board.id} has no move {ply}")
+    return engine.play(before, notation, live=True)[0], before
+
+
+def board_diagram_html(session: Session, engine: AnyEngine, board: Board,
+                       ply: int | None = None) -> Markup:
+    """The board as it stands (or after move ``ply``), its last move marked."""
+    position, before = positions_around(session, engine, board,
+                                        board.ply if ply is None else ply)
+    return diagram_html(engine, position, before)

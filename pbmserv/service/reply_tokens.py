@@ -1,0 +1,76 @@
+"""Move-by-reply addresses: ``pbmserv+TOKEN@host``, where TOKEN names a board, a
+player and the move asked of them, signed with the server's secret.
+
+A reply to such an address is that player's move on that board, without userid
+or password; the signature makes the token impossible to forge, and the move
+number makes it good for one move only (a late or repeated reply is refused like
+a wrong ``#n``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from pbmserv.db.models import ServerSecret
+
+SECRET_NAME = "reply-tokens"
+_TOKEN = re.compile(r"b([0-9]{1,10})u([0-9]{1,10})m([0-9]{1,10})-([a-z2-7]{16})")
+_SECRETS: dict[str, bytes] = {}
+
+
+@dataclass(frozen=True)
+class ReplyToken:
+    board_id: int
+    user_id: int
+    #: the number of the move the board mail asked for
+    ply: int
+
+
+def server_secret(session: Session, configured: str | None) -> bytes:
+    """The key of the tokens: the configured secret, else one the server made for
+    itself once and keeps in the database (so tokens outlive restarts)."""
+    if configured:
+        return configured.encode()
+    database = session.connection().engine.url.render_as_string()
+    known = _SECRETS.get(database)
+    if known is not None:
+        return known
+    row = session.get(ServerSecret, SECRET_NAME)
+    if row is None:
+        row = ServerSecret(name=SECRET_NAME, value=secrets.token_hex(32))
+        session.add(row)
+        session.flush()
+    value = row.value.encode()
+    _SECRETS[database] = value
+    return value
+
+
+def _mac(secret: bytes, payload: str) -> str:
+    digest = hmac.new(secret, payload.encode(), hashlib.sha256).digest()[:10]
+    return base64.b32encode(digest).decode().lower()
+
+
+def make_token(secret: bytes, token: ReplyToken) -> str:
+    payload = f"b{token.board_id}u{token.user_id}m{token.ply}"
+    return f"{payload}-{_mac(secret, payload)}"
+
+
+def read_token(secret: bytes, text: str) -> ReplyToken | None:
+    """The token ``text`` names, if it is well formed and signed by ``secret``."""
+    found = _TOKEN.fullmatch(text.strip().lower())
+    if found is None:
+        return None
+    payload = text.strip().lower().rpartition("-")[0]
+    if not hmac.compare_digest(_mac(secret, payload), found.group(4)):
+        return None
+    board_id, user_id, ply = (int(found.group(i)) for i in (1, 2, 3))
+    if max(board_id, user_id, ply) >= 2**31:
+        return None
+    return ReplyToken(board_id, user_id, ply)

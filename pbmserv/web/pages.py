@@ -1,0 +1,154 @@
+"""The pages: each reads in one read-only session and renders one template under
+templates/web/.  They show what mail commands show to anyone (boards, moves and
+their comments, results, ratings, tournaments), never an address or a password.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from pbmserv.config import Settings
+from pbmserv.db.models import Board
+from pbmserv.db.session import Database
+from pbmserv.db.status import BoardStatus
+from pbmserv.games import ENGINES, AnyEngine, get_engine
+from pbmserv.notifications.drawing import board_diagram_html
+from pbmserv.notifications.views import status_line, summary_context
+from pbmserv.ratings import PROVISIONAL_RD, format_rating
+from pbmserv.render import render_html
+from pbmserv.service.accounts import existing_user
+from pbmserv.service.boards import load_board, moves_of, subscribers
+from pbmserv.service.errors import PlayerError
+from pbmserv.service.ratings import rating_of
+from pbmserv.service.tournaments import all_tournaments, describe, find
+from pbmserv.web import queries
+
+#: the largest number a page takes in its address (board numbers, moves, keys)
+LARGEST = 2**31 - 1
+#: every page: no scripts, frames, forms or remote anything; only inline styles
+HEADERS = {
+    "Content-Security-Policy": ("default-src 'none'; style-src 'unsafe-inline'; "
+                                "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def page(template: str, settings: Settings, status_code: int = 200,
+         **context: Any) -> HTMLResponse:
+    html = render_html(f"web/{template}", site=settings.server_name, **context)
+    return HTMLResponse(html, status_code=status_code, headers=HEADERS)
+
+
+def number_of(text: str | None, what: str) -> int | None:
+    """A number from the address (None if not given); 400 if it is not one."""
+    if text is None or text == "":
+        return None
+    if not (text.isascii() and text.isdigit()) or int(text) > LARGEST:
+        raise HTTPException(400, f"{what} must be a number from 0 to {LARGEST}")
+    return int(text)
+
+
+def engine_named(name: str) -> AnyEngine:
+    engine = get_engine(name)
+    if engine is None:
+        raise HTTPException(404, "there is no such game on this server")
+    return engine
+
+
+def status_lines(boards: list[Board]) -> list[tuple[Board, str]]:
+    out = []
+    for board in boards:
+        engine = get_engine(board.game)
+        out.append((board, status_line(engine, board) if engine else "(game not installed)"))
+    return out
+
+
+class Pages:
+    """The endpoints, each a plain function run in Starlette's thread pool."""
+
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self.db = db
+        self.settings = settings
+
+    def _page(self, template: str, **context: Any) -> HTMLResponse:
+        return page(template, self.settings, **context)
+
+    def home(self, request: Request) -> HTMLResponse:
+        with self.db.reading() as session:
+            games = [(engine,
+                      queries.count_boards(session, engine.name, BoardStatus.ACTIVE),
+                      queries.count_boards(session, engine.name, BoardStatus.FINISHED),
+                      queries.count_open_seeks(session, engine.name))
+                     for engine in ENGINES.values()]
+            return self._page("home.html.j2", games=games, seeks=queries.open_seeks(session),
+                              engines=ENGINES)
+
+    def game(self, request: Request) -> HTMLResponse:
+        engine = engine_named(request.path_params["game"])
+        before = number_of(request.query_params.get("before"), "before")
+        after = number_of(request.query_params.get("after"), "after")
+        with self.db.reading() as session:
+            found = queries.boards_of_game(session, engine.name, before=before, after=after)
+            return self._page("game.html.j2", engine=engine, page=found,
+                              rows=status_lines(list(found.boards)))
+
+    def board(self, request: Request) -> HTMLResponse:
+        engine = engine_named(request.path_params["game"])
+        number = number_of(request.path_params["number"], "the board number")
+        asked = number_of(request.query_params.get("ply"), "ply")
+        with self.db.reading() as session:
+            board = self._board(session, engine, number or 0)
+            ply = board.ply if asked is None else asked
+            if ply > board.ply:
+                raise HTTPException(404, f"board {board.number} has moves 1 to {board.ply}; "
+                                    f"there is no move {ply}")
+            moves = moves_of(session, board)
+            watchers = tuple(u.userid for u in subscribers(session, board))
+            return self._page(
+                "board.html.j2", engine=engine, ply=ply, moves=moves,
+                shown=moves[ply - 1] if ply else None,
+                diagram=board_diagram_html(session, engine, board, ply),
+                tournament=queries.tournament_of(session, board),
+                **summary_context(session, engine, board, watchers, full=True))
+
+    def _board(self, session: Session, engine: AnyEngine, number: int) -> Board:
+        try:
+            return load_board(session, engine, number)
+        except PlayerError:
+            raise HTTPException(404, f"there is no {engine.name} board {number}") from None
+
+    def player(self, request: Request) -> HTMLResponse:
+        userid = request.path_params["userid"]
+        before = number_of(request.query_params.get("before"), "before")
+        after = number_of(request.query_params.get("after"), "after")
+        with self.db.reading() as session:
+            try:
+                user = existing_user(session, userid)
+            except PlayerError:
+                raise HTTPException(404, "there is no player of that name") from None
+            found = queries.boards_of_player(session, user.id, before=before, after=after)
+            ratings = [(engine, rated) for engine in ENGINES.values()
+                       if (rated := rating_of(session, user, engine.name)) is not None]
+            return self._page("player.html.j2", userid=user.userid, page=found,
+                              rows=status_lines(list(found.boards)), ratings=ratings,
+                              format_rating=format_rating, provisional=PROVISIONAL_RD)
+
+    def tournaments(self, request: Request) -> HTMLResponse:
+        with self.db.reading() as session:
+            views = [describe(session, t) for t in all_tournaments(session)]
+            return self._page("tournaments.html.j2", tournaments=views)
+
+    def tournament(self, request: Request) -> HTMLResponse:
+        with self.db.reading() as session:
+            try:
+                found = find(session, request.path_params["name"])
+            except PlayerError:
+                raise HTTPException(404, "there is no tournament of that name") from None
+            view = describe(session, found)
+            return self._page("tournament.html.j2", view=view, t=found)

@@ -1,0 +1,137 @@
+"""Moves by reply: a board mail carries a signed Reply-To address good for one move of
+one player; a reply whose first line is a move plays it, without userid or password."""
+
+from __future__ import annotations
+
+import smtplib
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import select
+
+from pbmserv.config import Settings
+from pbmserv.db.models import Board, Move, OutboxMessage
+from pbmserv.db.session import Database
+from pbmserv.server import Server
+from tests.conftest import Mailer, free_port, make_mail
+
+REPLY_LINE = "Or simply reply to this mail with just your move on the first line"
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def start(mailer: Mailer) -> OutboxMessage:
+    """A board between alice and bob; the board mail that asks alice to move."""
+    mailer.signup("alice", "bob")
+    out = mailer.send("honeydonuts challenge alice bob", sender="carol@example.org")
+    [mail] = [m for m in out if m.to_addr == "alice@example.org"]
+    return mail
+
+
+def reply(mailer: Mailer, to: str, first_line: str, rest: str = "",
+          sender: str = "alice@example.org",
+          subject: str = "Re: New Honeydonuts Board 101 alice") -> list[OutboxMessage]:
+    body = f"{first_line}\n{rest}\nOn Sunday, pbmserv wrote:\n> Summary of Honeydonuts...\n" \
+           "-- \nAlice's signature\n"
+    return mailer.send(subject, body, sender=sender, To=to)
+
+
+def test_board_mail_asks_for_a_reply_move(mailer: Mailer) -> None:
+    mail = start(mailer)
+    assert mail.reply_to is not None
+    local, _, domain = mail.reply_to.partition("@")
+    assert domain == "localhost" and local.startswith("pbmserv+b")
+    assert REPLY_LINE in flat(mail.body) and "a1-a2, say" in flat(mail.body)
+    with mailer.db.transaction() as s:
+        bob_mail = s.scalar(select(OutboxMessage).where(
+            OutboxMessage.to_addr == "bob@example.org", OutboxMessage.subject.like("New %")))
+    assert bob_mail is not None and bob_mail.reply_to is None  # not bob's move
+    assert REPLY_LINE not in flat(bob_mail.body)
+
+
+def test_a_reply_plays_the_move_with_its_comment(mailer: Mailer, db: Database) -> None:
+    mail = start(mailer)
+    assert mail.reply_to is not None
+    out = reply(mailer, mail.reply_to, "a1-a2", "Good luck!\n")
+    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in out[0].body
+    assert out[0].body.startswith("> (your reply) a1-a2")
+    [to_bob] = [m for m in out if m.to_addr == "bob@example.org"]
+    assert "alice writes:\n  Good luck!" in to_bob.body
+    assert "signature" not in to_bob.body and "Summary of Honeydonuts...\n" not in to_bob.body
+    assert to_bob.reply_to is not None and to_bob.reply_to != mail.reply_to
+    # the same reply again (a mail sent twice) is refused like a wrong #n
+    again = reply(mailer, mail.reply_to, "a1-b1")
+    assert "this would be move 2 of board 101, not move 1" in flat(again[0].body)
+    with db.transaction() as s:
+        assert list(s.scalars(select(Move.notation))) == ["a1-a2"]
+    # bob answers through his own address, with the move in the Subject
+    out = mailer.send("Re: e1-e2", "", sender="bob@example.org", To=to_bob.reply_to)
+    assert "Your move e1-e2" in out[0].body
+
+
+def test_a_forged_or_foreign_address_is_refused(mailer: Mailer, db: Database) -> None:
+    mail = start(mailer)
+    assert mail.reply_to is not None
+    local, _, domain = mail.reply_to.partition("@")
+    forged = local.replace("m1-", "m2-") + "@" + domain
+    out = reply(mailer, forged, "a1-a2")
+    assert "did not give out" in flat(out[0].body)
+    other = reply(mailer, "pbmserv+b1u1m1-aaaaaaaaaaaaaaaa@localhost", "a1-a2")
+    assert "did not give out" in flat(other[0].body)
+    with db.transaction() as s:
+        assert s.scalar(select(Board.ply)) == 0
+
+
+def test_move_words_and_whole_commands_by_reply(mailer: Mailer, db: Database) -> None:
+    mail = start(mailer)
+    assert mail.reply_to is not None
+    illegal = reply(mailer, mail.reply_to, "a1-a9")
+    assert "a1-a9 is not possible here" in flat(illegal[0].body)
+    assert "Summary of Honeydonuts Board 101" in illegal[0].body  # the board comes along
+    # a whole command on the first line is run as a command, address or not
+    whole = reply(mailer, mail.reply_to, "honeydonuts moves 101")
+    assert "12 legal moves" in whole[0].body
+    out = reply(mailer, mail.reply_to, "resign", "I give up.\n")
+    assert "You resigned Honeydonuts board 101." in out[0].body
+    with db.transaction() as s:
+        board = s.scalar(select(Board))
+        assert board is not None and board.finished and board.winner == 1
+
+
+@pytest.fixture
+def server(db: Database, settings: Settings) -> Iterator[Server]:
+    srv = Server(db, settings, "127.0.0.1", free_port(), interval=0.2)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+def test_the_listener_takes_our_plus_addresses_only(server: Server) -> None:
+    address = (server.controller.hostname, server.controller.port)
+    with smtplib.SMTP(*address) as client:
+        client.ehlo()
+        client.mail("alice@example.org")
+        assert client.rcpt("pbmserv+b101u1m1-abc@localhost")[0] == 250
+        assert client.rcpt("pbmserv+x@elsewhere.org")[0] == 550
+        assert client.rcpt("other+x@localhost")[0] == 550
+        assert client.data(make_mail("help"))[0] == 250
+
+
+def test_a_whole_game_by_replies(mailer: Mailer) -> None:
+    mail = start(mailer)
+    players = {"alice": "bob", "bob": "alice"}
+    mover = "alice"
+    for move in ("a1-b1", "c5-d4", "b1-c2"):
+        assert mail.reply_to is not None
+        out = reply(mailer, mail.reply_to, move, f"{mover} plays {move}\n",
+                    sender=f"{mover}@example.org", subject=f"Re: {mail.subject}")
+        assert f"Your move {move} on Honeydonuts board 101 has been played." in out[0].body
+        other = players[mover]
+        [mail] = [m for m in out if m.to_addr == f"{other}@example.org"]
+        assert f"{mover} writes:\n  {mover} plays {move}" in mail.body
+        mover = other
+    assert mail.subject == "Honeydonuts Board 101 Game over **"
+    assert "Game won by alice (Red): Blue's King was pushed off the board." in flat(mail.body)
+    assert mail.reply_to is None  # nothing more to move
