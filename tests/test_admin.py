@@ -263,3 +263,36 @@ def test_disabled_account_cannot_reset_or_log_in(mailer: Mailer, settings: Setti
         user = s.scalar(select(User))
         assert user is not None and user.disabled_at is not None
     assert "is disabled" in " ".join(mailer.reply("reset alice").split())
+
+
+def test_a_disabled_account_cannot_move_by_reply(mailer: Mailer, settings: Settings) -> None:
+    from tests.test_reply_moves import reply
+    from tests.test_reply_moves import start as board_for_alice
+
+    mail = board_for_alice(mailer)
+    assert mail.reply_to is not None
+    cli(settings, "users", "disable", "alice")
+    [refused] = reply(mailer, mail.reply_to, "a1-a2")
+    assert "the account alice is disabled" in " ".join(refused.body.split())
+    cli(settings, "users", "enable", "alice")
+    played = reply(mailer, mail.reply_to, "a1-a2")
+    assert "has been played" in played[0].body
+
+
+def test_serve_runs_its_own_worker_only_without_worker_processes(db: Database,
+                                                                settings: Settings) -> None:
+    from pbmserv.server import Server
+    from tests.conftest import free_port
+
+    with_processes = Server(db, settings, port=free_port(), workers=1, interval=0.2)
+    with_processes.start()
+    try:
+        assert with_processes.loop is None and len(with_processes.processes) == 1
+    finally:
+        with_processes.stop()
+    alone = Server(db, settings, port=free_port(), workers=0, interval=0.2)
+    alone.start()
+    try:
+        assert alone.loop is not None and alone.processes == []
+    finally:
+        alone.stop()
