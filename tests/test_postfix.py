@@ -71,7 +71,11 @@ class Sink:
 @dataclass
 class Instance:
     root: Path
+    #: Postfix's SMTP port, and the LMTP port of pbmserv serve
     port: int
+    lmtp: int
+    #: how the pipe runs pbmserv (None: the pipe's user cannot)
+    pipe: str | None = None
 
     @property
     def config(self) -> Path:
@@ -198,32 +202,46 @@ def sink() -> Iterator[tuple[Sink, int]]:
 
 @pytest.fixture
 def postfix(sink: tuple[Sink, int]) -> Iterator[Instance]:
+    """A private Postfix on 127.0.0.1: the game domain games.test is a relay domain,
+    its addresses and transports written by ``pbmserv postfix-maps``; mail for
+    example.org (the players) goes to the sink."""
     assert POSTFIX is not None and POSTMAP is not None
     root = Path(tempfile.mkdtemp(prefix="pbmserv-postfix-"))
     root.chmod(0o755)
-    instance = Instance(root, free_port())
+    instance = Instance(root, free_port(), free_port())
     started = False
     try:
         for sub in ("etc", "spool", "data", "lmtp", "pipe"):
             (root / sub).mkdir()
         shutil.chown(root / "data", "postfix")
         shutil.chown(root / "pipe", PIPE_USER)
-        command = pipe_command(root)
-        if command is None:
-            pytest.skip(f"user {PIPE_USER} cannot run this Python with pbmserv")
+        instance.pipe = pipe_command(root)
         (root / "etc" / "main.cf").write_text(MAIN_CF.format(root=root))
         (root / "etc" / "master.cf").write_text(MASTER_CF.format(
-            port=instance.port, root=root, pipe_user=PIPE_USER, pbmserv=command))
+            port=instance.port, root=root, pipe_user=PIPE_USER,
+            pbmserv=instance.pipe or "/bin/false"))
         (root / "etc" / "players").write_text(f"example.org\tsmtp:[127.0.0.1]:{sink[1]}\n")
         subprocess.run([POSTMAP, "-c", str(root / "etc"), f"hash:{root}/etc/players"],
                        check=True)
+        settings_file(root / "lmtp" / "pbmserv.toml", root / "lmtp" / "pbmserv.sqlite3",
+                      "pbmserv@games.test", instance.port,
+                      f'lmtp = "127.0.0.1:{instance.lmtp}"\nsmtp = "off"\n'
+                      f'log_file = "{root}/lmtp/pbmserv.log"\n')
+        settings_file(root / "pipe" / "pbmserv.toml", root / "pipe" / "pbmserv.sqlite3",
+                      "pipe@games.test", instance.port)
+        for where, extra in (("lmtp", []), ("pipe", ["--pipe", "pbmserv"])):
+            # the maps, written by pbmserv itself (postmap reads this instance's main.cf)
+            made = pbmserv_cli("--config", str(root / where / "pbmserv.toml"), "postfix-maps",
+                               *extra, "--output-dir", str(root / where),
+                               MAIL_CONFIG=str(root / "etc"), PBMSERV_CONFIG="")
+            assert made.returncode == 0, made.stderr
         for name in ("check", "start"):
             done = subprocess.run([POSTFIX, "-c", str(root / "etc"), name],
                                   capture_output=True, text=True)
             if done.returncode != 0:
                 pytest.skip(f"Postfix cannot {name} here: {done.stderr.strip()[-300:]} "
                             f"{instance.log()[-300:]}")
-        started = True
+            started = name == "start"
         wait_for(lambda: _answers(instance.port), lambda: "Postfix did not listen: "
                  + instance.log(), limit=30)
         yield instance
@@ -241,87 +259,84 @@ def _answers(port: int) -> bool:
         return False
 
 
-def test_postfix_delivers_by_lmtp_and_by_pipe(postfix: Instance, sink: tuple[Sink, int]
-                                              ) -> None:
-    keeper, _ = sink
-    root, lmtp_port = postfix.root, free_port()
-    # pbmserv serve, on LMTP only, with its settings file (its worker process reads it too)
-    settings_file(root / "lmtp" / "pbmserv.toml", root / "lmtp" / "pbmserv.sqlite3",
-                  "pbmserv@games.test", postfix.port,
-                  f'smtp = "off"\nlmtp = "127.0.0.1:{lmtp_port}"\n'
-                  f'log_file = "{root}/lmtp/pbmserv.log"\n')
-    pipe_toml = root / "pipe" / "pbmserv.toml"
-    settings_file(pipe_toml, root / "pipe" / "pbmserv.sqlite3", "pipe@games.test",
-                  postfix.port)
-    # the maps, written by pbmserv itself (postmap reads this instance's main.cf)
-    for where, extra in (("lmtp", []), ("pipe", ["--pipe", "pbmserv"])):
-        made = pbmserv_cli("--config", str(root / where / "pbmserv.toml"), "postfix-maps",
-                           *extra, "--output-dir", str(root / where),
-                           MAIL_CONFIG=str(postfix.config), PBMSERV_CONFIG="")
-        assert made.returncode == 0, made.stderr
-    # the pipe's settings, broken for now (a setting that does not exist)
-    settings_file(pipe_toml, root / "pipe" / "pbmserv.sqlite3", "pipe@games.test",
-                  postfix.port, "name_is_not_a_key = 1\n")
-    assert (root / "lmtp" / "pbmserv_transport").read_text() == \
-        f"pbmserv@games.test\tlmtp:inet:127.0.0.1:{lmtp_port}\n"
-    assert (root / "pipe" / "pbmserv_transport").read_text() == "pipe@games.test\tpbmserv:\n"
-    assert POSTFIX is not None
-    subprocess.run([POSTFIX, "-c", str(postfix.config), "reload"], check=True,
-                   capture_output=True)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "pbmserv", "--config", str(root / "lmtp" / "pbmserv.toml"),
-         "serve"], env={**os.environ, "PBMSERV_CONFIG": "", "PBMSERV_LOG_LEVEL": "info"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for(lambda: _lmtp_answers(lmtp_port), lambda: "pbmserv serve did not listen")
-        with smtplib.SMTP("127.0.0.1", postfix.port) as client:
-            client.sendmail("alice@example.org", ["pbmserv@games.test"],
-                            make_mail("signup alice pw-a", message_id="<lmtp@example.org>"))
-            client.sendmail("bob@example.org", ["pipe@games.test"],
-                            make_mail("signup bob pw-b", sender="bob@example.org",
-                                      message_id="<pipe@example.org>"))
-            with pytest.raises(smtplib.SMTPRecipientsRefused) as refused:
-                client.sendmail("carol@example.org", ["other@games.test"], make_mail("help"))
-        assert b"User unknown in relay recipient table" in \
-            refused.value.recipients["other@games.test"][1]
-        # LMTP: stored, answered, the answer relayed through Postfix to the player
-        wait_for(lambda: bool(keeper.to("alice@example.org")),
-                 lambda: "no reply to alice:\n" + postfix.log())
-        assert b"Subject: pbmserv: welcome, alice" in keeper.to("alice@example.org")[0]
-        log = postfix.log()
-        assert "status=sent (250 2.0.0 Message accepted as #1)" in log
-        # the pipe with broken settings: Postfix keeps the mail (deferred, not bounced)
-        wait_for(lambda: "relay=pbmserv" in postfix.log(),
-                 lambda: "the pipe was not run:\n" + postfix.log())
-        wait_for(lambda: "status=deferred" in postfix.log(), lambda: postfix.log())
-        assert "unknown setting 'name_is_not_a_key'" in postfix.log()
-        assert "status=bounced" not in postfix.log()
-        assert not keeper.to("bob@example.org")
-        # fixed settings: the queued mail goes through at the next try
-        settings_file(pipe_toml, root / "pipe" / "pbmserv.sqlite3", "pipe@games.test",
-                      postfix.port)
-        postfix.flush()
-        wait_for(lambda: bool(keeper.to("bob@example.org")),
-                 lambda: "no reply to bob:\n" + postfix.log())
-        reply = keeper.to("bob@example.org")[0]
-        assert b"Subject: pbmserv: welcome, bob" in reply
-        assert b"From: pbmserv <pipe@games.test>" in reply
-        assert "relay=pbmserv" in postfix.log() and "status=bounced" not in postfix.log()
-        # the mail can be followed from Postfix's log into pbmserv's and back
-        ours = (root / "lmtp" / "pbmserv.log").read_text()
-        assert "received #1: <lmtp@example.org> from <alice@example.org>" in ours
-        assert "message-id=<lmtp@example.org>" in postfix.log()
-        [sent] = [line for line in ours.splitlines() if "sent outbox 1:" in line]
-        queue_id = sent.rsplit("queued as ", 1)[1].strip()
-        assert f"{queue_id}: to=<alice@example.org>" in postfix.log()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
 def _lmtp_answers(port: int) -> bool:
     try:
         with smtplib.LMTP("127.0.0.1", port, timeout=2) as client:
             return client.ehlo()[0] == 250
     except OSError:
         return False
+
+
+def test_postfix_delivers_by_lmtp(postfix: Instance, sink: tuple[Sink, int]) -> None:
+    keeper, _ = sink
+    root = postfix.root
+    assert (root / "lmtp" / "pbmserv_transport").read_text() == \
+        f"pbmserv@games.test\tlmtp:inet:127.0.0.1:{postfix.lmtp}\n"
+    assert (root / "lmtp" / "pbmserv_recipients").read_text() == "pbmserv@games.test\tOK\n"
+    # pbmserv serve, on LMTP only, with its settings file (its worker process reads it too)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pbmserv", "--config", str(root / "lmtp" / "pbmserv.toml"),
+         "serve"], env={**os.environ, "PBMSERV_CONFIG": "", "PBMSERV_LOG_LEVEL": "info"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: _lmtp_answers(postfix.lmtp), lambda: "pbmserv serve did not listen")
+        with smtplib.SMTP("127.0.0.1", postfix.port) as client:
+            client.sendmail("alice@example.org", ["pbmserv@games.test"],
+                            make_mail("signup alice pw-a", message_id="<lmtp@example.org>"))
+            with pytest.raises(smtplib.SMTPRecipientsRefused) as refused:
+                client.sendmail("carol@example.org", ["other@games.test"], make_mail("help"))
+        assert b"User unknown in relay recipient table" in \
+            refused.value.recipients["other@games.test"][1]
+        # stored, answered, the answer relayed through Postfix to the player
+        wait_for(lambda: bool(keeper.to("alice@example.org")),
+                 lambda: "no reply to alice:\n" + postfix.log())
+        assert b"Subject: pbmserv: welcome, alice" in keeper.to("alice@example.org")[0]
+        wait_for(lambda: "status=sent (250 2.0.0 Message accepted as #1)" in postfix.log(),
+                 lambda: postfix.log())
+        # the mail can be followed from Postfix's log into pbmserv's and back
+        wait_for(lambda: "sent outbox 1:" in (root / "lmtp" / "pbmserv.log").read_text(),
+                 lambda: "pbmserv did not log the reply")
+        ours = (root / "lmtp" / "pbmserv.log").read_text()
+        assert "received #1: <lmtp@example.org> from <alice@example.org>" in ours
+        assert "message-id=<lmtp@example.org>" in postfix.log()
+        [sent] = [line for line in ours.splitlines() if "sent outbox 1:" in line]
+        queue_id = sent.rsplit("queued as ", 1)[1].strip()
+        wait_for(lambda: f"{queue_id}: to=<alice@example.org>" in postfix.log(),
+                 lambda: f"{queue_id} not in Postfix's log:\n" + postfix.log())
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_postfix_delivers_by_pipe_and_keeps_mail_while_settings_are_broken(
+        postfix: Instance, sink: tuple[Sink, int]) -> None:
+    if postfix.pipe is None:
+        pytest.skip(f"user {PIPE_USER} cannot run this Python with pbmserv")
+    keeper, _ = sink
+    root = postfix.root
+    assert (root / "pipe" / "pbmserv_transport").read_text() == "pipe@games.test\tpbmserv:\n"
+    pipe_toml = root / "pipe" / "pbmserv.toml"
+    good = pipe_toml.read_text()
+    pipe_toml.write_text(good + "name_is_not_a_key = 1\n")  # broken for now
+    with smtplib.SMTP("127.0.0.1", postfix.port) as client:
+        client.sendmail("bob@example.org", ["pipe@games.test"],
+                        make_mail("signup bob pw-b", sender="bob@example.org",
+                                  message_id="<pipe@example.org>"))
+    # Postfix keeps the mail (deferred, not bounced) and logs why
+    wait_for(lambda: "status=deferred" in postfix.log(),
+             lambda: "the pipe did not defer:\n" + postfix.log())
+    assert "relay=pbmserv" in postfix.log()
+    assert "unknown setting 'name_is_not_a_key'" in postfix.log()
+    assert "status=bounced" not in postfix.log() and not keeper.to("bob@example.org")
+    # fixed settings: the queued mail goes through at the next try
+    pipe_toml.write_text(good)
+    postfix.flush()
+    wait_for(lambda: bool(keeper.to("bob@example.org")),
+             lambda: "no reply to bob:\n" + postfix.log())
+    reply = keeper.to("bob@example.org")[0]
+    assert b"Subject: pbmserv: welcome, bob" in reply
+    assert b"From: pbmserv <pipe@games.test>" in reply
+    # the pipe's own line (written once the command has ended) says what was stored
+    wait_for(lambda: "delivered via pbmserv service" in postfix.log(), lambda: postfix.log())
+    assert "pbmserv: received #1: <pipe@example.org> from <bob@example.org>" in postfix.log()
+    assert "status=bounced" not in postfix.log()
