@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from pbmserv.bots import BOT_NAMES, DEFAULT_MAX_PLIES, GameRecord, get_bot, play_match
 from pbmserv.cli.app import main
 from pbmserv.games import ENGINES, AnyEngine, get_engine
 from pbmserv.games.base import RuleError
@@ -74,3 +75,44 @@ def rules_show(game: str, options: tuple[str, ...], after: str) -> None:
     else:
         who = "draw" if outcome.winner is None else f"{engine.seats[outcome.winner]} wins"
         click.echo(f"Game over, {who}: {outcome.reason}.")
+
+
+@rules.command("play")
+@_game_arg
+@click.argument("first")
+@click.argument("second")
+@click.option("-n", "--games", default=2, show_default=True, type=click.IntRange(1),
+              help="Games to play; FIRST moves first in the odd-numbered ones.")
+@_option_opt
+@click.option("--seed", default=0, show_default=True, help="Seed of the bots' choices.")
+@click.option("--max-plies", default=DEFAULT_MAX_PLIES, show_default=True,
+              type=click.IntRange(1), help="A game this long is a draw (move limit).")
+def rules_play(game: str, first: str, second: str, games: int, options: tuple[str, ...],
+               seed: int, max_plies: int) -> None:
+    """Let two bots (random, bot1, bot2, bot3) play GAME and print the score."""
+    engine, _ = _position(game, options, "")
+    bots = []
+    for name, hint in ((first, "FIRST"), (second, "SECOND")):
+        bot = get_bot(name)
+        if bot is None:
+            raise click.BadParameter(f"unknown bot {name!r}; bots: {', '.join(BOT_NAMES)}",
+                                     param_hint=hint)
+        bots.append(bot)
+    names = {"a": f"{bots[0].name}", "b": f"{bots[1].name}"}
+    if names["a"] == names["b"]:
+        names = {"a": f"{names['a']}(A)", "b": f"{names['b']}(B)"}
+
+    def report(number: int, record: GameRecord) -> None:
+        seats = (names[record.first], names["b" if record.first == "a" else "a"])
+        won = "draw" if record.winner is None else f"{names[record.winner]} wins"
+        click.echo(f"game {number + 1}: {seats[0]} ({engine.seats[0]}) vs {seats[1]} "
+                   f"({engine.seats[1]}): {won} after {record.plies} plies, {record.reason}")
+
+    result = play_match(engine, bots[0], bots[1], games, engine.check_options(options), seed,
+                        max_plies, on_game=report)
+    click.echo(f"{names['a']} {result.wins_a} - {names['b']} {result.wins_b} "
+               f"({result.draws} draws)")
+    for key in ("a", "b"):
+        times = result.times[key]
+        click.echo(f"{names[key]}: {times.count} moves, CPU time a move: mean "
+                   f"{times.mean:.3f} s, max {times.longest:.3f} s")

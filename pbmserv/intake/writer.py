@@ -11,6 +11,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,8 @@ from pbmserv.intake.store import store_batch
 log = logging.getLogger(__name__)
 #: the most mails stored in one transaction
 MAX_BATCH = 200
+#: how long the first mail of a batch waits for others to share its commit
+GATHER = 0.001
 
 
 @dataclass
@@ -64,9 +67,10 @@ class IntakeWriter(threading.Thread):
                 return
             batch = [first]
             stopping = False
+            gather_until = time.monotonic() + GATHER
             while len(batch) < MAX_BATCH:
                 try:
-                    item = self.queue.get_nowait()
+                    item = self.queue.get(timeout=max(gather_until - time.monotonic(), 0))
                 except queue.Empty:
                     break
                 if item is None:

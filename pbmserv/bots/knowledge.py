@@ -1,0 +1,129 @@
+"""What a bot knows of a game beyond its rules.
+
+The search (``pbmserv.bots.mcts``) sees a game only through the engine interface
+and through a ``Knowledge``: how to value a position it does not search further,
+which moves to look at first, and how to spot a win in one quickly.  The base class
+knows nothing of any game and works for every engine: it values a position by
+random playouts and tries moves in random order.  Per-game subclasses live in the
+modules named after the games.
+
+Values are always from the first seat's point of view: +1 a certain win for seat 0,
+-1 a certain win for seat 1, 0 even.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pbmserv.games import AnyEngine
+from pbmserv.games.base import Outcome
+
+
+def outcome_value(outcome: Outcome) -> float:
+    """The exact value of a finished game for seat 0."""
+    if outcome.winner is None:
+        return 0.0
+    return 1.0 if outcome.winner == 0 else -1.0
+
+
+def seat_sign(seat: int) -> float:
+    """+1 for seat 0, -1 for seat 1: turns a seat-0 value into ``seat``'s view."""
+    return 1.0 if seat == 0 else -1.0
+
+
+@dataclass
+class Candidate:
+    """A move as the search first sees it: the position after it, when already
+    computed to order the moves, and that position's value when already known."""
+
+    move: Any
+    after: Any = None
+    value: float | None = None
+
+
+class Knowledge:
+    """The default, game-blind knowledge.  Override what a game needs."""
+
+    #: UCT exploration constant (values lie in [-1, 1])
+    exploration: float = 0.7
+    #: progressive widening: a node with n visits considers its first
+    #: ``max(widen_min, widen_base * n ** widen_power)`` moves, in the order of ``order``
+    widen_base: float = 2.0
+    widen_power: float = 0.5
+    widen_min: int = 2
+    #: random plies played out beyond a new leaf before it is valued (0: value it at once)
+    playout_plies: int = 200
+    #: how many search iterations one level "iteration" counts for in this game; slow
+    #: games get fewer iterations from the same level (see ``pbmserv.bots.players``)
+    iteration_scale: float = 1.0
+
+    # -- the rules, possibly faster ----------------------------------------------------
+    def probe(self, engine: AnyEngine, pos: Any) -> tuple[Outcome | None, list[Any] | None]:
+        """Whether the game is over in ``pos``; also the legal moves when they were
+        computed on the way (else None: ``moves`` is asked later if needed)."""
+        return engine.outcome(pos), None
+
+    def moves(self, engine: AnyEngine, pos: Any) -> list[Any]:
+        return engine.legal_moves(pos)
+
+    def tree_moves(self, engine: AnyEngine, pos: Any) -> tuple[list[Any], bool]:
+        """The moves the search considers below the root, and whether they are all the
+        legal moves (a selection lets the search prove wins there, never losses)."""
+        return self.moves(engine, pos), True
+
+    # -- judgement -----------------------------------------------------------------
+    def evaluate(self, engine: AnyEngine, pos: Any) -> float:
+        """A static value of a position that is not over, for seat 0, in [-1, 1]."""
+        return 0.0
+
+    def leaf_value(self, engine: AnyEngine, pos: Any, rng: random.Random) -> float:
+        """The value of a new leaf (not over): up to ``playout_plies`` random plies,
+        then the exact result if the game ended, else ``evaluate``."""
+        for _ in range(self.playout_plies):
+            outcome, moves = self.probe(engine, pos)
+            if outcome is not None:
+                return outcome_value(outcome)
+            if moves is None:
+                moves = self.moves(engine, pos)
+            pos = engine.apply(pos, rng.choice(moves))
+        outcome, _ = self.probe(engine, pos)
+        return outcome_value(outcome) if outcome is not None else self.evaluate(engine, pos)
+
+    def order(self, engine: AnyEngine, pos: Any, moves: Sequence[Any], rng: random.Random,
+              root: bool) -> list[Candidate]:
+        """The moves, most promising first (the default: a random order)."""
+        shuffled = list(moves)
+        rng.shuffle(shuffled)
+        return [Candidate(m) for m in shuffled]
+
+    def order_by_evaluation(self, engine: AnyEngine, pos: Any, moves: Sequence[Any],
+                            rng: random.Random) -> list[Candidate]:
+        """The moves by the static value of the position each leads to, best for the
+        mover first (ties in random order); each candidate keeps that position and value,
+        so ``leaf_value`` should then be ``evaluate`` (``playout_plies`` 0)."""
+        sign = seat_sign(engine.to_move(pos))
+        judged = []
+        for move in moves:
+            after = engine.apply(pos, move)
+            value = self.evaluate(engine, after)
+            judged.append((sign * value, rng.random(), Candidate(move, after, value)))
+        judged.sort(key=lambda t: (t[0], t[1]), reverse=True)
+        return [c for *_, c in judged]
+
+    def winning_move(self, engine: AnyEngine, pos: Any, moves: Sequence[Any],
+                     deadline: float = math.inf) -> Any | None:
+        """A move that wins at once, if there is one (the default tries every move).  It
+        may give up, finding none, once ``time.process_time()`` passes ``deadline``."""
+        mover = engine.to_move(pos)
+        for move in moves:
+            outcome, _ = self.probe(engine, engine.apply(pos, move))
+            if outcome is not None and outcome.winner == mover:
+                return move
+            if time.process_time() > deadline:
+                break
+        return None
