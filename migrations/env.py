@@ -30,7 +30,7 @@ if connection is not None:
     run(connection)
 else:
     engine = make_engine(
-        config.get_main_option("sqlalchemy.url") or Settings.from_env().database_url
+        config.get_main_option("sqlalchemy.url") or Settings.load().database_url
     )
     with engine.connect() as conn:
         run(conn)

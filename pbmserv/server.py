@@ -1,11 +1,12 @@
-"""``pbmserv serve``: the SMTP listener plus the work behind it (and, with ``web``,
-the read-only web pages, in a process of their own).
+"""``pbmserv serve``: the SMTP and LMTP listeners plus the work behind it (and, with
+``web``, the read-only web pages, in a process of their own).
 
-The listener stores mail (group commit) and wakes the workers through pipes; each
+The listeners store mail (group commit) and wake the workers through pipes; each
 worker (pbmserv.worker) processes stored mail, runs the clock and sends the outbox.
 With ``workers`` > 0 they are processes of their own, started as ``pbmserv work
---loop --wake-fd N``, niced so that acknowledging mail comes first, and ended by the
-kernel if the listener dies; with ``workers`` = 0 one runs in a thread here.
+--loop --wake-fd N`` (with the settings file and log options of ``serve``), niced
+so that acknowledging mail comes first, and ended by the kernel if the listener
+dies; with ``workers`` = 0 one runs in a thread here.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
+from typing import Any
 
 from pbmserv.bot_loop import BotLoop
 from pbmserv.config import Settings
 from pbmserv.db.session import Database
+from pbmserv.intake.lmtp import LmtpHandler, make_lmtp_controller
 from pbmserv.intake.smtp import IntakeHandler, make_controller
 from pbmserv.intake.writer import IntakeWriter
 from pbmserv.worker import WorkLoop, die_with_parent, wake
@@ -51,9 +55,15 @@ def _bots_preexec() -> None:  # pragma: no cover - runs in the child
 
 class Server:
     def __init__(self, db: Database, settings: Settings, host: str = "127.0.0.1",
-                 port: int = 2525, *, workers: int = 0, interval: float = 2.0,
-                 clock_every: float = 60.0, web: tuple[str, int] | None = None,
-                 bots: bool = True) -> None:
+                 port: int | None = 2525, *, lmtp: str | None = None, workers: int = 0,
+                 interval: float = 2.0, clock_every: float = 60.0,
+                 web: tuple[str, int] | None = None,
+                 worker_options: Sequence[str] = (), bots: bool = True) -> None:
+        """SMTP on host:port (none if ``port`` is None), LMTP on ``lmtp`` (host:port or
+        a Unix socket's path) if given, the web pages on ``web`` if given;
+        ``worker_options`` go before the command on the command line of the processes
+        it starts (the settings file, the log options); with ``bots`` it runs the bots'
+        loop too."""
         self.db = db
         self.settings = settings
         self.workers = workers
@@ -62,13 +72,18 @@ class Server:
         self.bot_loop: BotLoop | None = None
         self.interval = interval
         self.clock_every = clock_every
+        self.worker_options = list(worker_options)
         self.pipes: list[tuple[int, int]] = []
         self.processes: list[subprocess.Popen[bytes]] = []
         self.loop: WorkLoop | None = None
         self.thread: threading.Thread | None = None
         self.writer = IntakeWriter(db, on_stored=lambda _ids: self.wake())
-        self.controller = make_controller(IntakeHandler(self.writer, settings), host, port,
-                                          settings)
+        #: the SMTP listener (None without SMTP); aiosmtpd's types are Any
+        self.controller: Any = None if port is None else make_controller(
+            IntakeHandler(self.writer, settings), host, port, settings)
+        self.lmtp_controller = None if lmtp is None else make_lmtp_controller(
+            LmtpHandler(self.writer, settings), lmtp, settings)
+        self._started: list[Any] = []
 
     def wake(self) -> None:
         for _, write in self.pipes:
@@ -76,41 +91,50 @@ class Server:
 
     def _spawn(self, read: int) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            [sys.executable, "-m", "pbmserv", "work", "--loop", "--wake-fd", str(read),
-             "--interval", str(self.interval)],
+            [sys.executable, "-m", "pbmserv", *self.worker_options, "work", "--loop",
+             "--wake-fd", str(read), "--interval", str(self.interval)],
             pass_fds=[read], preexec_fn=_worker_preexec,
         )
 
     def start(self) -> None:
         for _ in range(max(self.workers, 1)):
             self.pipes.append(_pipe())
-        if self.workers:  # before any thread starts: the children are forked cleanly
-            self.processes = [self._spawn(read) for read, _ in self.pipes]
-        if self.bots and self.workers:  # bots think in a process of their own, niced more
-            self.processes.append(subprocess.Popen(
-                [sys.executable, "-m", "pbmserv", "bots", "--loop"],
-                preexec_fn=_bots_preexec,
-            ))
-        elif self.bots:
-            self.bot_loop = BotLoop(self.db, self.settings, interval=self.interval)
-            threading.Thread(target=self.bot_loop.run, name="bots", daemon=True).start()
         if self.web is not None:  # the read-only web pages, in a process of their own
             self.processes.append(subprocess.Popen(
-                [sys.executable, "-m", "pbmserv", "web", "--host", self.web[0],
-                 "--port", str(self.web[1])],
+                [sys.executable, "-m", "pbmserv", *self.worker_options, "web",
+                 "--host", self.web[0], "--port", str(self.web[1])],
                 preexec_fn=_worker_preexec,
             ))
+        if self.workers:  # before any thread starts: the children are forked cleanly
+            self.processes += [self._spawn(read) for read, _ in self.pipes]
+            if self.bots:  # bots think in a process of their own, niced more
+                self.processes.append(subprocess.Popen(
+                    [sys.executable, "-m", "pbmserv", *self.worker_options, "bots", "--loop"],
+                    preexec_fn=_bots_preexec,
+                ))
         else:
             self.loop = WorkLoop(self.db, self.settings, wake_fd=self.pipes[0][0],
                                  interval=self.interval, clock_every=self.clock_every)
             self.thread = threading.Thread(target=self.loop.run, name="worker", daemon=True)
             self.thread.start()
+            if self.bots:
+                self.bot_loop = BotLoop(self.db, self.settings, interval=self.interval)
+                threading.Thread(target=self.bot_loop.run, name="bots", daemon=True).start()
         self.writer.start()
-        self.controller.start()
+        try:  # a listener that cannot listen (the port in use) ends it all
+            for controller in (self.controller, self.lmtp_controller):
+                if controller is not None:
+                    controller.start()
+                    self._started.append(controller)
+        except BaseException:
+            self.stop()
+            raise
         self.wake()  # mail stored before a restart is processed now
 
     def stop(self) -> None:
-        self.controller.stop()
+        for controller in self._started:
+            controller.stop()
+        self._started = []
         self.writer.stop()
         if self.bot_loop is not None:
             self.bot_loop.stop()

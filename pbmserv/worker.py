@@ -19,6 +19,7 @@ import threading
 import time
 
 from pbmserv.config import Settings
+from pbmserv.db.problems import describe, explain
 from pbmserv.db.session import Database
 from pbmserv.processing import process_pending
 from pbmserv.sender.delivery import Sender
@@ -88,11 +89,20 @@ class WorkLoop:
                 os.read(self.wake_fd, 65536)  # every wake-up so far, at once
 
     def run(self) -> None:
+        trouble = ""  # the last round's error: a database that is down is logged once
         while not self.stopping.is_set():
             try:
                 processed, _ = self.once()
-            except Exception:
-                log.exception("worker round failed; will try again")
+                if trouble:
+                    log.warning("worker: working again")
+                    trouble = ""
+            except Exception as exc:
+                known = explain(exc, self.db.url)
+                said = known or describe(exc)
+                if said != trouble:  # an error not known here is logged with its traceback
+                    log.error("worker round failed, will try again every %ss: %s",
+                              self.interval, said, exc_info=known is None)
+                trouble = said
                 processed = 0
             if not processed and not self.stopping.is_set():
                 self._wait()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import socket
 from collections.abc import Iterator
@@ -18,9 +19,29 @@ from pbmserv.db.migrate import upgrade
 from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.intake.store import store_message
+from pbmserv.logs import MARK
 from pbmserv.processing import process_message
 
 _counter = iter(range(1, 10**9))
+
+
+@pytest.fixture(autouse=True)
+def no_settings_file() -> Iterator[None]:
+    """No test reads this machine's /etc/pbmserv/pbmserv.toml (or logs at info level to
+    the CLI's output): settings come from the test alone (a patch of its own, which a
+    test's monkeypatch.undo() leaves alone).  A command's log setup ends with the test."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PBMSERV_CONFIG", "")
+        patch.setenv("PBMSERV_LOG_LEVEL", "warning")
+        yield
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, MARK, False):
+            root.removeHandler(handler)
+            handler.close()
+    root.setLevel(logging.WARNING)
+    logging.getLogger("pbmserv").setLevel(logging.NOTSET)
+    logging.raiseExceptions = True  # deliver turns it off
 
 
 @pytest.fixture(scope="session")

@@ -1,14 +1,26 @@
-"""Account commands: signup, change password/address, signoff, vacation."""
+"""Account commands: signup, change password/address, signoff, vacation, reset."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
 from pbmserv.commands.args import small_number
 from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
-from pbmserv.db.models import MailPrefs
+from pbmserv.config import Settings
+from pbmserv.db.models import MailPrefs, PasswordReset, User
 from pbmserv.db.status import DigestMode
+from pbmserv.notifications.outbox import queue_mail
 from pbmserv.render import render
-from pbmserv.service import clock, mail_prefs
-from pbmserv.service.accounts import close_account, open_account, set_address, set_password
+from pbmserv.service import clock, mail_prefs, resets
+from pbmserv.service.accounts import (
+    close_account,
+    existing_user,
+    open_account,
+    set_address,
+    set_password,
+)
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.tournaments import TournamentService
 
@@ -140,3 +152,51 @@ class MailPreferences(Command):
                              hour=chosen.digest_hour if chosen else mail_prefs.DEFAULT_HOUR,
                              next_at=chosen.digest_next_at if chosen else None),
                       subject=f"pbmserv: {user.userid}'s mail")
+
+
+def mail_reset_code(session: Session, settings: Settings, user: User, now: datetime, *,
+                    requester: str | None = None) -> tuple[bool, PasswordReset]:
+    """Make a reset code for ``user`` and queue the mail that carries it, to the
+    account's own address and nowhere else (``requester``: who asked; None: the
+    administrator).  Returns whether a code went out (no: one went out lately) and
+    the code's row."""
+    code, row = resets.issue(session, user, now)
+    if code is not None:
+        body = render("reset_code.txt.j2", settings=settings, userid=user.userid, code=code,
+                      expires=row.expires_at, requester=requester,
+                      by_admin=requester is None)
+        queue_mail(session, settings, to=user.email,
+                   subject=f"pbmserv: a code to reset {user.userid}'s password", body=body)
+    return code is not None, row
+
+
+@command
+class Reset(Command):
+    name = "reset"
+    arguments = "userid [code newpassword]"
+    summary = ("forgot your password? 'reset userid' mails a one-time code to the "
+               "account's own address; then 'reset userid code newpassword' sets the "
+               "new password")
+    secret_args = (1, 2)
+    min_args = 1
+    max_args = 3
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        if len(inv.args) == 2:
+            raise PlayerError("give the code and the new password, or neither", usage=True)
+        user = existing_user(ctx.session, inv.args[0])
+        now = ctx.service.now
+        subject = f"pbmserv: {user.userid}'s password"
+        if len(inv.args) == 3:
+            ctx.passwords.update(inv.args[1:])
+            resets.redeem(ctx.session, user, inv.args[1], inv.args[2], ctx.sender, now)
+            return Result(render("commands/reset.txt.j2", userid=user.userid, done=True),
+                          subject=subject + " changed")
+        sent, row = mail_reset_code(ctx.session, ctx.settings, user, now,
+                                    requester=ctx.sender)
+        return Result(render("commands/reset.txt.j2", userid=user.userid, done=False,
+                             sent=sent, hours=int(resets.VALID_FOR.total_seconds() // 3600),
+                             requested=row.requested_at,
+                             minutes=int(resets.REQUEST_EVERY.total_seconds() // 60),
+                             again=row.requested_at + resets.REQUEST_EVERY),
+                      subject=f"pbmserv: reset code for {user.userid}")

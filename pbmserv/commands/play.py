@@ -14,7 +14,7 @@ from pbmserv.games import AnyEngine
 from pbmserv.notifications import notes_for, notes_of
 from pbmserv.notifications.views import board_subject, board_summary
 from pbmserv.render import render
-from pbmserv.service.accounts import existing_user
+from pbmserv.service.accounts import check_enabled, existing_user
 from pbmserv.service.boards import engine_of, load_board, load_board_by_id
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.reply_tokens import read_token, server_secret
@@ -70,7 +70,7 @@ class Challenge(Command):
         if len(words.names) != len(engine.seats):
             raise PlayerError(f"{engine.name} needs exactly {len(engine.seats)} userids",
                               usage=True)
-        users = [existing_user(ctx.session, n) for n in words.names]
+        users = [check_enabled(existing_user(ctx.session, n)) for n in words.names]
         board = ctx.service.challenge(engine, users, words.options, nag_days=words.nag_days,
                                       forfeit_days=words.forfeit_days)
         return board_result(ctx, engine, board, None, "commands/challenge.txt.j2", new=True)
@@ -136,6 +136,7 @@ def reply_move(ctx: Context, tag: str, text: str) -> Result:
     user = ctx.session.get(User, token.user_id)
     if board is None or user is None or user.closed_at is not None:
         raise PlayerError("the board or the player of this reply address is gone")
+    check_enabled(user)  # the address stands for the password: not for a disabled account
     engine = engine_of(board)
     move, at = split_move_number(text)
     service = ctx.service

@@ -1,13 +1,32 @@
-"""Run the Alembic migrations from code (``pbmserv db upgrade``, ``serve``, tests)."""
+"""The schema's version: migrating (``pbmserv db upgrade``, ``serve``, tests),
+checking it, and what the running code refuses.
+
+Migrations are serialised: on PostgreSQL a transaction-wide advisory lock, on SQLite
+the write lock every transaction takes first.  So any number of processes may start
+on a new database at once: the first migrates, the others find the work done.  A
+database whose schema is newer than this code knows is never touched.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, text
 
-from pbmserv.db.session import Database
+from pbmserv.db.session import READ_ONLY, Database
+
+#: the key of the advisory lock that serialises migrations (any constant will do)
+MIGRATION_LOCK = 0x70626D73  # "pbms"
+
+
+class SchemaError(Exception):
+    """The database's schema is missing, behind, or newer than this code."""
 
 
 def migrations_dir() -> Path:
@@ -26,8 +45,96 @@ def alembic_config(db: Database) -> Config:
     return cfg
 
 
+@cache
+def scripts() -> ScriptDirectory:
+    return ScriptDirectory(str(migrations_dir()))
+
+
+def head() -> str:
+    """The newest revision this code knows."""
+    found = scripts().get_current_head()
+    assert found is not None
+    return found
+
+
+@dataclass(frozen=True)
+class Revision:
+    revision: str
+    title: str
+
+
+def history() -> list[Revision]:
+    """Every revision this code knows, the oldest first."""
+    return [Revision(r.revision, r.doc or "") for r in reversed(list(scripts().walk_revisions()))]
+
+
+def _current(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def current(db: Database) -> str | None:
+    """The database's revision (None: no schema yet)."""
+    with db.engine.execution_options(**{READ_ONLY: True}).connect() as connection:
+        return _current(connection)
+
+
+def _known(revision: str) -> bool:
+    return revision in {r.revision for r in history()}
+
+
+def newer_error(revision: str) -> SchemaError:
+    return SchemaError(f"the database schema is at revision {revision}, newer than this "
+                       f"pbmserv knows (up to {head()}): install the pbmserv that migrated it")
+
+
+def check(db: Database) -> str:
+    """The database's revision, if it is the one this code needs; else SchemaError
+    saying what to do."""
+    revision = current(db)
+    if revision is None:
+        raise SchemaError("the database has no pbmserv tables yet: run 'pbmserv db upgrade'")
+    if revision == head():
+        return revision
+    if not _known(revision):
+        raise newer_error(revision)
+    raise SchemaError(f"the database schema is at revision {revision}, older than this "
+                      f"pbmserv's {head()}: run 'pbmserv db upgrade'")
+
+
+def _lock(connection: Connection) -> None:
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+
+
 def upgrade(db: Database, revision: str = "head") -> None:
+    """Migrate the schema to ``revision`` (nothing to do if it is there), one process
+    at a time; refuses a schema newer than this code."""
     cfg = alembic_config(db)
     with db.engine.begin() as connection:
+        _lock(connection)
+        found = _current(connection)
+        if found is not None and not _known(found):
+            raise newer_error(found)
         cfg.attributes["connection"] = connection
         command.upgrade(cfg, revision)
+
+
+def ensure(db: Database) -> str:
+    """Make sure the schema is this code's: migrate it if it is missing or behind
+    (one cheap query when it is current already)."""
+    revision = current(db)
+    if revision != head():
+        upgrade(db)
+    return head()
+
+
+def stamp(db: Database, revision: str) -> None:
+    """Record ``revision`` as the schema's, without running any migration (for a
+    database whose tables were made another way)."""
+    if revision != "head" and not _known(revision):
+        raise SchemaError(f"there is no revision {revision!r}; see 'pbmserv db history'")
+    cfg = alembic_config(db)
+    with db.engine.begin() as connection:
+        _lock(connection)
+        cfg.attributes["connection"] = connection
+        command.stamp(cfg, revision, purge=True)

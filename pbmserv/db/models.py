@@ -35,6 +35,20 @@ class User(Base):
     closed_at: Mapped[datetime | None] = mapped_column(default=None)
     #: the bot (pbmserv.bots) that plays for this account; None for a person
     bot: Mapped[str | None] = mapped_column(String(16), default=None, index=True)
+    #: set by the administrator: no password opens the account until it is enabled
+    disabled_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class PasswordReset(Base):
+    """A one-time code mailed to an account's address, to set a new password with."""
+
+    __tablename__ = "password_resets"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    #: hashed like a password: the code itself is only in the mail
+    code_hash: Mapped[str] = mapped_column(String(255))
+    requested_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
 
 
 class Board(Base):

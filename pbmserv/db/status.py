@@ -47,6 +47,8 @@ class OutboxStatus(StrEnum):
     SENT = "sent"
     #: refused for good by the relay
     FAILED = "failed"
+    #: dropped by the administrator, never to be sent
+    DISCARDED = "discarded"
 
 
 class TournamentStatus(StrEnum):

@@ -18,10 +18,16 @@ from pbmserv.mail.addresses import is_ours
 log = logging.getLogger(__name__)
 
 OK = "250 OK"
-OK_STORED = "250 2.0.0 Message accepted"
+#: the mail's number in the inbox: ``pbmserv inbox show N``, and in our log
+OK_STORED = "250 2.0.0 Message accepted as #{}"
 OK_DUPLICATE = "250 2.0.0 Message already received"
 NO_SUCH_USER = "550 5.1.1 No such mailbox here: this server only takes mail for {}"
 STORE_FAILED = "451 4.3.0 Could not store the message; please try again later"
+
+
+def content_of(envelope: Envelope) -> bytes:
+    raw = envelope.original_content or envelope.content or b""
+    return raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else bytes(raw)
 
 
 class IntakeHandler:
@@ -38,17 +44,18 @@ class IntakeHandler:
         envelope.rcpt_tos.append(address)
         return OK
 
-    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        raw = envelope.original_content or envelope.content or b""
-        if isinstance(raw, str):
-            raw = raw.encode("utf-8", "surrogateescape")
+    async def store(self, raw: bytes, envelope: Envelope) -> str:
+        """Have the mail committed; the answer for the client once it is (or is not)."""
         answer: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
-        self.writer.submit(Pending(bytes(raw), envelope.mail_from or "<>", answer))
+        self.writer.submit(Pending(raw, envelope.mail_from or "<>", answer))
         try:
             stored = await answer
         except Exception:
             return STORE_FAILED
-        return OK_DUPLICATE if stored is None else OK_STORED
+        return OK_DUPLICATE if stored is None else OK_STORED.format(stored)
+
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        return await self.store(content_of(envelope), envelope)
 
 
 def make_controller(handler: IntakeHandler, host: str, port: int,

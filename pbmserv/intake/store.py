@@ -8,6 +8,7 @@ many mails in one transaction: one commit (one fsync) for all of them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from email.parser import BytesHeaderParser
 from email.policy import compat32
@@ -24,7 +25,10 @@ from pbmserv.mail.headers import address_of, header
 from pbmserv.mail.parse import MAX_HEADER_BYTES
 from pbmserv.mail.text import clean_line
 
+log = logging.getLogger(__name__)
 MAX_ENVELOPE = 320
+#: the most of a Message-ID that is logged
+MAX_LOGGED = 200
 
 
 def clean_envelope(envelope_from: str) -> str:
@@ -32,23 +36,24 @@ def clean_envelope(envelope_from: str) -> str:
     return clean_line(envelope_from, MAX_ENVELOPE * 4).replace(" ", "")[:MAX_ENVELOPE]
 
 
-def identify(raw: bytes, envelope: str) -> tuple[str, str | None]:
-    """The sender's address, and the dedupe key (sender + Message-ID; the same pair
-    twice is one mail delivered twice), read from the headers alone."""
+def identify(raw: bytes, envelope: str) -> tuple[str, str, str | None]:
+    """The sender's address, the Message-ID ("" if none) and the dedupe key (sender +
+    Message-ID; the same pair twice is one mail delivered twice), read from the
+    headers alone."""
     try:
         head = raw[:MAX_HEADER_BYTES].split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
         headers = BytesHeaderParser(policy=compat32).parsebytes(head)
         message_id = header(headers, "Message-ID")
         sender = address_of(header(headers, "From")) or address_of(envelope)
     except Exception:
-        return address_of(envelope), None
+        return address_of(envelope), "", None
     if not message_id:
-        return sender, None
-    return sender, f"{sender or envelope.lower()} {message_id}"[:1000]
+        return sender, "", None
+    return sender, message_id, f"{sender or envelope.lower()} {message_id}"[:1000]
 
 
 def dedupe_key(raw: bytes, envelope_from: str) -> str | None:
-    return identify(raw, clean_envelope(envelope_from))[1]
+    return identify(raw, clean_envelope(envelope_from))[2]
 
 
 # INSERT ... ON CONFLICT (dedupe_key) DO NOTHING RETURNING id: no id, a redelivery
@@ -69,15 +74,28 @@ def _insert(session: Session, values: dict[str, Any]) -> int | None:
 def store_batch(db: Database, mails: Sequence[tuple[bytes, str]]) -> list[int | None]:
     """Commit many raw mails at once; for each, its id, or None if it was stored
     before (a redelivery: the same sender and Message-ID)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
+    message_ids = []
     for raw, envelope_from in mails:
         envelope = clean_envelope(envelope_from)
-        sender, key = identify(raw, envelope)
+        sender, message_id, key = identify(raw, envelope)
+        message_ids.append(message_id)
         rows.append({"raw": raw, "envelope_from": envelope, "sender": sender[:320],
                      "dedupe_key": key, "received_at": utcnow(),
                      "status": InboundStatus.NEW})
     with db.transaction(urgent=True) as session:
-        return [_insert(session, values) for values in rows]
+        ids = [_insert(session, values) for values in rows]
+    # one line per mail, to follow it from the MTA's log into ours: never its Subject
+    # (a command line may hold a password)
+    for stored, values, message_id in zip(ids, rows, message_ids, strict=True):
+        mid = clean_line(message_id, MAX_LOGGED) or "(no Message-ID)"
+        if stored is None:
+            log.info("received again, not stored twice: %s from <%s>", mid,
+                     values["envelope_from"])
+        else:
+            log.info("received #%s: %s from <%s>, %d bytes", stored, mid,
+                     values["envelope_from"], len(values["raw"]))
+    return ids
 
 
 def store_message(db: Database, raw: bytes, envelope_from: str = "") -> int | None:

@@ -178,8 +178,10 @@ class Sender:
             for row, error in zip(rows, errors, strict=True):
                 if error is not None:
                     self._record(session, token, [row.id], _deferred(row, error))
-        for row in rows:
-            log.debug("outbox %s written to the Maildir for %s", row.id, row.to_addr)
+        for row, error in zip(rows, errors, strict=True):
+            if error is None:
+                log.info("sent outbox %s: %s to <%s>, into the Maildir", row.id,
+                         row.message_id, row.to_addr)
         return len(done)
 
     def _to_relay(self, relay: tuple[str, int], token: str, rows: list[OutboxMessage]) -> int:
@@ -195,7 +197,7 @@ class Sender:
                 if not mine:
                     continue
                 try:
-                    connection.send(message_bytes(self.settings, row), row.to_addr)
+                    answer = connection.send(message_bytes(self.settings, row), row.to_addr)
                 except RelayDown as exc:
                     log.warning("relay %s:%s cannot be reached (%s); probing every %ss",
                                 relay[0], relay[1], exc, PROBE_EVERY)
@@ -214,6 +216,8 @@ class Sender:
                     continue
                 pending = (row.id, _sent())
                 sent += 1
+                log.info("sent outbox %s: %s to <%s>, relay answered %s", row.id,
+                         row.message_id, row.to_addr, answer)
         if pending is not None:
             with self.db.transaction() as session:
                 self._record(session, token, [pending[0]], pending[1])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import smtplib
 from types import TracebackType
+from typing import Any
 
 TIMEOUT = 30.0
 PROBE_TIMEOUT = 5.0
@@ -33,6 +34,18 @@ def _is_connection_error(exc: BaseException) -> bool:
                       | smtplib.SMTPHeloError)
 
 
+class _Client(smtplib.SMTP):
+    """smtplib's client, keeping the relay's answer to the last DATA (sendmail drops
+    it): "250 2.0.0 Ok: queued as 4Xb...", the id to follow the mail in its log."""
+
+    last_answer = ""
+
+    def data(self, msg: Any) -> tuple[int, bytes]:
+        code, text = super().data(msg)
+        self.last_answer = f"{code} {text.decode('utf-8', 'replace')}"
+        return code, text
+
+
 class RelayConnection:
     """An SMTP session with the relay, opened on first use and reopened once if the
     relay hangs up between mails."""
@@ -40,23 +53,24 @@ class RelayConnection:
     def __init__(self, relay: tuple[str, int], sender: str) -> None:
         self.relay = relay
         self.sender = sender
-        self._smtp: smtplib.SMTP | None = None
+        self._smtp: _Client | None = None
 
-    def _open(self) -> smtplib.SMTP:
+    def _open(self) -> _Client:
         try:
-            smtp = smtplib.SMTP(self.relay[0], self.relay[1], timeout=TIMEOUT)
+            smtp = _Client(self.relay[0], self.relay[1], timeout=TIMEOUT)
             smtp.ehlo_or_helo_if_needed()
         except Exception as exc:
             raise RelayDown(f"{type(exc).__name__}: {exc}") from None
         self._smtp = smtp
         return smtp
 
-    def send(self, data: bytes, to: str) -> None:
+    def send(self, data: bytes, to: str) -> str:
+        """Send one mail; returns the relay's answer to it."""
         for attempt in (1, 2):
             smtp = self._smtp or self._open()
             try:
                 smtp.sendmail(self.sender, [to], data)
-                return
+                return smtp.last_answer
             except smtplib.SMTPRecipientsRefused as exc:
                 codes = [code for code, _ in exc.recipients.values()]
                 text = "; ".join(f"{c} {m!r}" for c, m in exc.recipients.values())
@@ -75,6 +89,7 @@ class RelayConnection:
                 if not _is_connection_error(exc) or attempt == 2:
                     raise RelayDown(f"{type(exc).__name__}: {exc}") from None
                 # the relay may close a connection after some mails: reconnect once
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     def close(self) -> None:
         smtp, self._smtp = self._smtp, None

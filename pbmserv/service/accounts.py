@@ -19,6 +19,10 @@ from pbmserv.service.throttle import account_key, record_success, sender_key, th
 USERID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}$")
 EMAIL_RE = re.compile(r"^[^@\s<>\"',;:]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$")
 PASSWORD_RE = re.compile(r"^[^\s\"':]{1,128}$")
+#: the password hash of an account made by an import: no password matches it
+DISABLED_PASSWORD = "!imported"
+#: the domain of the address of an account made by an import: it reaches nobody
+IMPORTED_DOMAIN = "imported.invalid"
 
 
 _BY_KEY = select(User).where(User.key == bindparam("key"), User.closed_at.is_(None))
@@ -44,17 +48,10 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
     """
     now = now or utcnow()
     keys = (account_key(userid), sender_key(sender))
-    counted = throttled(session, *keys)
-    until = max((u for k, u in counted.items() if u is not None and u > now), default=None)
-    if until is not None:
-        minutes = max(1, math.ceil((until - now).total_seconds() / 60))
-        raise PlayerError(
-            "too many wrong passwords have been tried for this account or from your "
-            f"address, so password checks are paused until {until:%Y-%m-%d %H:%M} UTC "
-            f"(about {minutes} minute{'s' if minutes != 1 else ''} from now); try again "
-            "then. If you forgot your password, ask the server's administrator."
-        )
+    counted = check_not_locked(session, keys, now)
     user = find_user(session, userid) if USERID_RE.match(userid) else None
+    if user is not None and user.disabled_at is not None:
+        raise PlayerError(disabled_message(user))
     if user is None or not check_password(user.password_hash, password):
         # neither word is quoted: in a command written out of order either may be
         # the password
@@ -65,6 +62,35 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
         )
     if keys[0] in counted:
         record_success(session, keys[0])
+    return user
+
+
+def check_not_locked(session: Session, keys: tuple[str, str],
+                     now: datetime) -> dict[str, datetime | None]:
+    """The throttle's counts of the (account, sender) keys; a PlayerError saying until
+    when, if either is locked."""
+    counted = throttled(session, *keys)
+    until = max((u for k, u in counted.items() if u is not None and u > now), default=None)
+    if until is not None:
+        minutes = max(1, math.ceil((until - now).total_seconds() / 60))
+        raise PlayerError(
+            "too many wrong passwords have been tried for this account or from your "
+            f"address, so password checks are paused until {until:%Y-%m-%d %H:%M} UTC "
+            f"(about {minutes} minute{'s' if minutes != 1 else ''} from now); try again "
+            "then. If you forgot your password, send 'reset <userid>' for a code."
+        )
+    return counted
+
+
+def disabled_message(user: User) -> str:
+    return (f"the account {user.userid} is disabled by the server's administrator; "
+            "write to them to have it enabled")
+
+
+def check_enabled(user: User) -> User:
+    """``user``, unless the administrator disabled the account."""
+    if user.disabled_at is not None:
+        raise PlayerError(disabled_message(user))
     return user
 
 
@@ -98,6 +124,16 @@ def open_account(session: Session, userid: str, password: str, email: str) -> Us
     session.add(user)
     session.flush()
     return user
+
+
+def has_no_password(user: User) -> bool:
+    """Whether no password opens the account (one made by an import)."""
+    return user.password_hash.startswith("!")
+
+
+def has_no_address(user: User) -> bool:
+    """Whether the account's address reaches nobody (one made by an import)."""
+    return user.email.endswith("@" + IMPORTED_DOMAIN)
 
 
 def set_password(user: User, password: str) -> None:

@@ -42,13 +42,10 @@ from pbmserv.db.status import BoardStatus
 from pbmserv.games.base import Termination
 from pbmserv.records import GameRecord, RatingChange, RecordError, RecordMove, replay
 from pbmserv.records.model import engine_of as record_engine
-from pbmserv.service.accounts import USERID_RE, find_user
+from pbmserv.service.accounts import DISABLED_PASSWORD, IMPORTED_DOMAIN, USERID_RE, find_user
 from pbmserv.service.boards import engine_of, moves_of, next_board_number, position_of
 from pbmserv.service.ratings import board_ratings, restore_board
 
-#: the password hash of an account made by an import: no password matches it
-DISABLED_PASSWORD = "!imported"
-IMPORTED_DOMAIN = "imported.invalid"
 #: the longest tag values the tables keep
 MAX_TEXT = 200
 

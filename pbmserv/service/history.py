@@ -20,7 +20,7 @@ from pbmserv.db.status import BoardStatus
 from pbmserv.games.base import Termination
 from pbmserv.ratings import format_change
 from pbmserv.service.boards import engine_of, player_of
-from pbmserv.service.ratings import after_of, before_of
+from pbmserv.service.ratings import NO_RESULT, after_of, before_of, no_result
 
 #: the most boards a history lists
 HISTORY_LIMIT = 100
@@ -58,9 +58,11 @@ class PastGame:
 
 
 def _counted() -> list[ColumnElement[bool]]:
-    """Finished boards with a result: not declined (older boards may have no kind)."""
+    """Finished boards with a result: not declined or abandoned without a winner (older
+    boards may have no kind)."""
     return [Board.status == BoardStatus.FINISHED,
-            or_(Board.termination.is_(None), Board.termination != Termination.DECLINED)]
+            or_(Board.termination.is_(None), Board.termination.not_in(NO_RESULT),
+                Board.winner.is_not(None))]
 
 
 def standings(session: Session, game: str) -> list[Standing]:
@@ -81,7 +83,7 @@ def standings(session: Session, game: str) -> list[Standing]:
 
 
 def _word(board: Board, seat: int) -> str:
-    if board.termination is Termination.DECLINED:
+    if no_result(board):
         return "no result"
     if board.winner is None:
         return "drawn"

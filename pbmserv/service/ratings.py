@@ -45,10 +45,21 @@ class Ranked:
     rated_at: datetime
 
 
+#: endings that, without a winner, are no result at all (not a draw)
+NO_RESULT = (Termination.DECLINED, Termination.ABANDONED)
+
+
+def no_result(board: Board) -> bool:
+    """Whether a finished board ended with no result: declined, or abandoned with no
+    winner."""
+    return board.termination in NO_RESULT and board.winner is None
+
+
 def first_score(board: Board) -> float | None:
     """What the first seat scored (1, 0.5, 0), or None if the board is not rated:
-    not over, declined, or not a two-player game between two accounts."""
-    if not board.finished or board.termination in (None, Termination.DECLINED):
+    not over, without a result (declined or abandoned), or not a two-player game
+    between two accounts."""
+    if not board.finished or board.termination is None or no_result(board):
         return None
     if len(board.players) != 2 or board.players[0].user_id == board.players[1].user_id:
         return None

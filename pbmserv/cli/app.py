@@ -1,0 +1,167 @@
+"""The ``pbmserv`` command group: settings, logging, and failures in one line.
+
+Every command reads the same settings (``--config FILE``, else ``PBMSERV_CONFIG``,
+else ``/etc/pbmserv/pbmserv.toml``; PBMSERV_* variables override) and logs the same
+way.  A failure the administrator must fix (a database that is down, a bad setting,
+a port in use) is one line saying what and how, exit status 1; ``-v`` adds the
+traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar, cast
+
+import click
+
+from pbmserv.config import LOG_LEVELS, Settings, SettingsError
+from pbmserv.db.problems import describe, explain
+from pbmserv.db.session import Database
+from pbmserv.logs import setup_logging
+from pbmserv.service.errors import PlayerError
+
+#: exit statuses (sysexits.h): the MTA keeps the mail and retries / refuses it for good
+EX_TEMPFAIL = 75
+EX_UNAVAILABLE = 69
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def hard_exit(code: int) -> NoReturn:
+    """Exit with exactly this status.  Python exits 120 instead if flushing standard
+    output or error fails at the very end (an MTA that stopped reading them, say), and
+    an MTA bounces a mail on 120: so they are flushed now, errors ignored, and
+    replaced by streams that cannot fail."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    sink = open(os.devnull, "w")  # noqa: SIM115 - open until the process ends
+    sys.stdout = sys.stderr = sink
+    sys.exit(code)
+
+
+@dataclass
+class App:
+    """What the group's options set up for its commands."""
+
+    config: str | None
+    verbose: bool
+    overrides: dict[str, Any]
+    loaded: Settings | None = None
+    error: SettingsError | None = None
+
+    @property
+    def settings(self) -> Settings:
+        """The settings; SettingsError if they cannot be used."""
+        if self.error is not None:
+            raise self.error
+        assert self.loaded is not None
+        return self.loaded
+
+    def worker_options(self) -> list[str]:
+        """The group's options a worker process of ``serve`` needs to be set up alike."""
+        settings = self.settings
+        out = ["--config", str(settings.source)] if settings.source else []
+        out += ["--log-level", settings.log_level]
+        if settings.log_file is not None:
+            out += ["--log-file", str(settings.log_file)]
+        if settings.syslog:
+            out += ["--syslog"]
+        return out + (["--verbose"] if self.verbose else [])
+
+    def start(self) -> None:
+        """Read the settings and set up the log.  A problem with either is kept for the
+        commands that need the settings (``deliver`` turns it into "try again later");
+        the log then goes to standard error only."""
+        try:
+            self.loaded = replace(Settings.load(self.config), **self.overrides)
+        except SettingsError as exc:
+            self.error = exc
+            setup_logging(self.overrides.get("log_level", "info"))
+            return
+        try:
+            setup_logging(self.loaded.log_level, self.loaded.log_file, self.loaded.syslog)
+        except SettingsError as exc:
+            self.error = exc
+            setup_logging(self.loaded.log_level)
+
+
+class Main(click.Group):
+    """The group: an error its commands do not handle is shown in one line."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            if ctx.invoked_subcommand == "deliver":  # the MTA keeps the mail
+                exc.show()
+                hard_exit(EX_TEMPFAIL)
+            raise
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except PlayerError as exc:
+            raise click.ClickException(exc.message) from None
+        except Exception as exc:
+            app = ctx.obj if isinstance(ctx.obj, App) else None
+            verbose = app is not None and app.verbose
+            url = app.loaded.database_url if app is not None and app.loaded else None
+            if verbose:
+                traceback.print_exc()
+            hint = "" if verbose or explain(exc, url) else " (-v shows the traceback)"
+            click.echo(f"pbmserv: {describe(exc, url)}{hint}", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="pbmserv", prog_name="pbmserv",
+                      message="%(prog)s %(version)s")
+@click.option("-c", "--config", metavar="FILE", default=None,
+              help="Settings file (TOML); default $PBMSERV_CONFIG, else "
+                   "/etc/pbmserv/pbmserv.toml if it exists.")
+@click.option("--log-level", default=None, type=click.Choice(LOG_LEVELS, case_sensitive=False),
+              help="Log this much (default: the settings' log_level, info).")
+@click.option("--log-file", default=None, metavar="FILE", help="Log to this file too.")
+@click.option("--syslog/--no-syslog", default=None, help="Log to syslog (facility mail) too.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Tracebacks with errors; log level debug unless --log-level is given.")
+@click.pass_context
+def main(ctx: click.Context, config: str | None, log_level: str | None,
+         log_file: str | None, syslog: bool | None, verbose: bool) -> None:
+    """pbmserv: a play-by-email board game server."""
+    overrides: dict[str, Any] = {}
+    if log_level is not None or verbose:
+        overrides["log_level"] = (log_level or "debug").lower()
+    if log_file is not None:
+        overrides["log_file"] = Path(log_file) if log_file else None
+    if syslog is not None:
+        overrides["syslog"] = syslog
+    app = App(config, verbose, overrides)
+    app.start()
+    ctx.obj = app
+
+
+def pass_settings(f: F) -> F:
+    """Decorator: the command gets the settings as its first argument."""
+
+    @click.pass_context
+    @functools.wraps(f)
+    def wrapper(ctx: click.Context, *args: Any, **kwargs: Any) -> Any:
+        return ctx.invoke(f, ctx.find_object(App).settings, *args, **kwargs)  # type: ignore[union-attr]
+
+    return cast(F, wrapper)
+
+
+def pass_app(f: F) -> F:
+    """Decorator: the command gets the App as its first argument."""
+    return cast(F, click.make_pass_decorator(App)(f))
+
+
+def database(settings: Settings) -> Database:
+    return Database(settings.database_url)

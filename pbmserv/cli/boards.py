@@ -1,0 +1,78 @@
+"""``pbmserv boards``: list, show, and end boards (abandon, adjudicate)."""
+
+from __future__ import annotations
+
+import click
+from sqlalchemy import select
+
+from pbmserv import operations
+from pbmserv.cli.app import database, main, pass_settings
+from pbmserv.config import Settings
+from pbmserv.db.models import Board
+from pbmserv.db.status import BoardStatus
+from pbmserv.games import get_engine
+from pbmserv.notifications.views import status_line
+
+_reason = click.option("--reason", default=None,
+                       help="A few words for the players: shown with the result.")
+
+
+@main.group()
+def boards() -> None:
+    """Boards of every game: list, show, abandon, adjudicate."""
+
+
+@boards.command("list")
+@click.option("--game", default=None, help="Only this game.")
+@click.option("--all", "show_all", is_flag=True, help="Finished boards too.")
+@pass_settings
+def boards_list(settings: Settings, game: str | None, show_all: bool) -> None:
+    """List boards: number, players, moves played and status."""
+    with database(settings).reading() as session:
+        query = select(Board).order_by(Board.game, Board.number)
+        if game:
+            query = query.where(Board.game == game.lower())
+        if not show_all:
+            query = query.where(Board.status == BoardStatus.ACTIVE)
+        for board in session.scalars(query):
+            engine = get_engine(board.game)
+            status = status_line(engine, board) if engine else "(game not installed)"
+            players = " vs ".join(p.user.userid for p in board.players)
+            click.echo(f"{board.game} {board.number}  {players}  [{board.ply} moves] {status}")
+
+
+@boards.command("show")
+@click.argument("game")
+@click.argument("number", type=int)
+@pass_settings
+def boards_show(settings: Settings, game: str, number: int) -> None:
+    """A board as its players see it, with every move."""
+    click.echo(operations.board_text(database(settings), game, number), nl=False)
+
+
+@boards.command("abandon")
+@click.argument("game")
+@click.argument("number", type=int)
+@_reason
+@pass_settings
+def boards_abandon(settings: Settings, game: str, number: int, reason: str | None) -> None:
+    """End a board with no result (not rated; in a tournament it counts as a draw). Its
+    players and watchers are mailed the board."""
+    ended = operations.end_board(database(settings), settings, game, number, None, reason)
+    click.echo(ended.summary, nl=False)
+    click.echo(f"{ended.mails} mail(s) queued")
+
+
+@boards.command("adjudicate")
+@click.argument("game")
+@click.argument("number", type=int)
+@click.argument("winner")
+@_reason
+@pass_settings
+def boards_adjudicate(settings: Settings, game: str, number: int, winner: str,
+                      reason: str | None) -> None:
+    """End a board with WINNER (a player's userid, or draw) as its result, rated like
+    any other. Its players and watchers are mailed the board."""
+    ended = operations.end_board(database(settings), settings, game, number, winner, reason)
+    click.echo(ended.summary, nl=False)
+    click.echo(f"{ended.mails} mail(s) queued")

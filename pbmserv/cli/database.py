@@ -1,0 +1,66 @@
+"""``pbmserv db``: the schema's version."""
+
+from __future__ import annotations
+
+import click
+
+from pbmserv.cli.app import database, main, pass_settings
+from pbmserv.config import Settings
+from pbmserv.db import migrate
+
+
+@main.group()
+def db() -> None:
+    """The database schema: upgrade, current, history, stamp."""
+
+
+@db.command("upgrade")
+@pass_settings
+def db_upgrade(settings: Settings) -> None:
+    """Create or migrate the database schema to this pbmserv's version (safe to run
+    from several processes at once)."""
+    database_ = database(settings)
+    try:
+        migrate.upgrade(database_)
+    finally:
+        database_.dispose()
+    click.echo(f"database is up to date (revision {migrate.head()})")
+
+
+@db.command("current")
+@pass_settings
+def db_current(settings: Settings) -> None:
+    """The schema's revision, and whether it is this pbmserv's (exit 1 if not)."""
+    database_ = database(settings)
+    try:
+        revision = migrate.current(database_)
+        try:
+            migrate.check(database_)
+            click.echo(f"{revision} (current)")
+        except migrate.SchemaError as exc:
+            click.echo(f"{revision or 'none'}: {exc}")
+            raise SystemExit(1) from None
+    finally:
+        database_.dispose()
+
+
+@db.command("history")
+@pass_settings
+def db_history(settings: Settings) -> None:
+    """Every revision this pbmserv knows, the newest last (no database needed)."""
+    for r in migrate.history():
+        click.echo(f"{r.revision}  {r.title}")
+
+
+@db.command("stamp")
+@click.argument("revision")
+@pass_settings
+def db_stamp(settings: Settings, revision: str) -> None:
+    """Record REVISION (or head) as the schema's without migrating: for a database
+    whose tables were made another way. Use with care."""
+    database_ = database(settings)
+    try:
+        migrate.stamp(database_, revision)
+    finally:
+        database_.dispose()
+    click.echo(f"database stamped {migrate.head() if revision == 'head' else revision}")

@@ -1,0 +1,81 @@
+"""``pbmserv status`` and ``pbmserv config show|check``: how the server stands."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import click
+
+from pbmserv import operations
+from pbmserv.cli.app import database, main, pass_settings
+from pbmserv.config import Settings, as_toml
+from pbmserv.db.problems import describe
+from pbmserv.render import duration
+
+
+def _age(age: timedelta | None) -> str:
+    return "-" if age is None else duration(int(age.total_seconds()))
+
+
+@main.command()
+@click.option("--inbox-late", default=int(operations.INBOX_LATE.total_seconds()),
+              show_default=True, metavar="SECONDS",
+              help="Unhealthy if stored mail waits longer than this.")
+@click.option("--outbox-late", default=int(operations.OUTBOX_LATE.total_seconds()),
+              show_default=True, metavar="SECONDS",
+              help="Unhealthy if outgoing mail is due for longer than this.")
+@pass_settings
+def status(settings: Settings, inbox_late: int, outbox_late: int) -> None:
+    """Queues, ages, failed mail and the schema; exit 1 when unhealthy (for
+    monitoring and container healthchecks)."""
+    try:
+        db = database(settings)
+    except Exception as exc:
+        s = operations.Status(problems=[f"database: {describe(exc, settings.database_url)}"],
+                              reachable=False)
+    else:
+        try:
+            s = operations.status(db, inbox_late=timedelta(seconds=inbox_late),
+                                  outbox_late=timedelta(seconds=outbox_late))
+        finally:
+            db.dispose()
+    if s.reachable:
+        state = "current" if s.revision == s.head else f"this pbmserv needs {s.head}"
+        click.echo(f"schema   {s.revision or 'none'} ({state})")
+    if s.counted:
+        click.echo(f"inbox    {s.waiting} waiting (oldest {_age(s.oldest_waiting)}), "
+                   f"{s.failed_in} failed")
+        click.echo(f"outbox   {s.pending} pending (oldest {_age(s.oldest_pending)}), "
+                   f"{s.overdue} overdue, {s.failed_out} failed")
+    for problem in s.problems:
+        click.echo(f"problem  {problem}")
+    if s.failed_in or s.failed_out:
+        click.echo("note     failed mail waits for you: 'pbmserv inbox list --status failed', "
+                   "'pbmserv outbox list --status failed'")
+    click.echo("health   " + ("ok" if s.healthy else "UNHEALTHY"))
+    if not s.healthy:
+        raise SystemExit(1)
+
+
+@main.group("config")
+def config_group() -> None:
+    """The settings: show them, check them."""
+
+
+@config_group.command("show")
+@pass_settings
+def config_show(settings: Settings) -> None:
+    """The settings in effect (file, then environment), secrets masked."""
+    click.echo(as_toml(settings), nl=False)
+
+
+@config_group.command("check")
+@pass_settings
+def config_check(settings: Settings) -> None:
+    """Check what the settings need, one line each: the database and its schema, the
+    relay or the Maildir, the log file. Exit 1 if anything fails."""
+    checks = operations.check_settings(settings)
+    for c in checks:
+        click.echo(f"{c.level:4} {c.name:12} {c.text}")
+    if any(c.level == operations.FAIL for c in checks):
+        raise SystemExit(1)

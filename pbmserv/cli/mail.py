@@ -1,0 +1,213 @@
+"""Commands that take mail in and work on it: serve, deliver, work, postfix-maps."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from pbmserv import postfix
+from pbmserv.cli.app import (
+    EX_TEMPFAIL,
+    EX_UNAVAILABLE,
+    App,
+    database,
+    hard_exit,
+    main,
+    pass_app,
+    pass_settings,
+)
+from pbmserv.config import Settings, parse_listen
+from pbmserv.db import migrate
+from pbmserv.db.problems import describe
+from pbmserv.intake.store import store_message
+from pbmserv.logs import plain_stderr
+from pbmserv.processing import process_pending
+from pbmserv.sender.delivery import Sender
+from pbmserv.worker import WorkLoop
+
+log = logging.getLogger("pbmserv.cli")
+
+
+def _listen_option(value: str | None) -> str | None:
+    try:
+        return parse_listen(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@main.command()
+@click.option("--smtp", default=None, metavar="HOST:PORT|off",
+              help="Where to listen for SMTP (default: the settings' smtp, 127.0.0.1:2525).")
+@click.option("--lmtp", default=None, metavar="HOST:PORT|PATH|off",
+              help="Where to listen for LMTP: host:port or a Unix socket's path "
+                   "(default: the settings' lmtp, off).")
+@click.option("--host", default=None, help="SMTP address to listen on (older form of --smtp).")
+@click.option("--port", default=None, type=int, help="SMTP port (older form of --smtp).")
+@click.option("--workers", default=None, type=click.IntRange(0, 64),
+              help="Worker processes (processing, clock, sending); 0: a thread instead "
+                   "(default: the settings' workers, 1).")
+@click.option("--web", "web", default=None, metavar="HOST:PORT",
+              help="Also serve the read-only web pages there.")
+@click.option("--bots/--no-bots", default=True, show_default=True,
+              help="Run the bots' loop: bot1..bot3 answer the games they play.")
+@pass_app
+def serve(app: App, smtp: str | None, lmtp: str | None, host: str | None, port: int | None,
+          workers: int | None, web: str | None, bots: bool) -> None:
+    """Listen for mail (SMTP and/or LMTP), process it and send the replies."""
+    from pbmserv.server import Server
+
+    settings = app.settings
+    if host is not None or port is not None:
+        smtp = f"{host or '127.0.0.1'}:{port or 2525}"
+    smtp_at = _listen_option(smtp) if smtp is not None else settings.smtp
+    lmtp_at = _listen_option(lmtp) if lmtp is not None else settings.lmtp
+    if smtp_at is None and lmtp_at is None:
+        raise click.UsageError("nothing to listen on: set smtp or lmtp (or --smtp, --lmtp)")
+    if smtp_at is not None and smtp_at.startswith("/"):
+        raise click.UsageError("SMTP listens on host:port only; a Unix socket is for --lmtp")
+    web_at = None
+    if web is not None:
+        web_host, _, web_port = web.rpartition(":")
+        if not web_host or not web_port.isdigit():
+            raise click.BadParameter("write it as HOST:PORT, like 127.0.0.1:8080",
+                                     param_hint="--web")
+        web_at = (web_host, int(web_port))
+    db = database(settings)
+    migrate.ensure(db)
+    smtp_host, _, smtp_port = (smtp_at or ":").rpartition(":")
+    server = Server(db, settings, smtp_host.strip("[]"),
+                    int(smtp_port) if smtp_at else None, lmtp=lmtp_at,
+                    workers=settings.workers if workers is None else workers,
+                    web=web_at, worker_options=app.worker_options(), bots=bots)
+    listeners = [f"{kind} {where}" for kind, where in (("SMTP", smtp_at), ("LMTP", lmtp_at))
+                 if where]
+    try:
+        server.start()
+    except OSError as exc:
+        db.dispose()
+        raise click.ClickException(f"cannot listen on {' and '.join(listeners)}: "
+                                   f"{describe(exc)}") from None
+    where = (f"relay {settings.relay[0]}:{settings.relay[1]}" if settings.relay
+             else f"Maildir {settings.maildir}")
+    log.info("listening on %s for %s; replies go to %s", " and ".join(listeners),
+             ", ".join(settings.addresses), where)
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    done.wait()
+    log.info("stopping")
+    server.stop()
+    db.dispose()
+
+
+def _tempfail(message: str) -> NoReturn:
+    """Tell the MTA to keep the mail and try again later (it logs the message)."""
+    click.echo(f"pbmserv: {message}; the mail stays queued and is tried again", err=True)
+    hard_exit(EX_TEMPFAIL)
+
+
+@main.command()
+@click.option("--sender", "sender", default=None,
+              help="Envelope sender (Postfix: ${sender}); empty means a bounce.")
+@click.pass_context
+def deliver(ctx: click.Context, sender: str | None) -> None:
+    """Take one message on standard input (for an MTA pipe).
+
+    Exit 0: stored. Exit 75 (the MTA keeps it and retries): anything that keeps it
+    from being stored, settings, database or disk. Exit 69 (refused for good): only a
+    message too large ever to be taken. Nothing else, whatever happens after the
+    message is stored."""
+    logging.raiseExceptions = False  # a log that fails must not change the answer
+    plain_stderr()  # the MTA's log line shows it: "pbmserv: received #12: <id> ..."
+    app: App = ctx.find_object(App)  # type: ignore[assignment]
+    try:
+        raw = sys.stdin.buffer.read()
+        settings = app.settings
+    except Exception as exc:
+        _tempfail(describe(exc))
+    if len(raw) > settings.max_message_size:
+        click.echo(f"pbmserv: message larger than {settings.max_message_size} bytes", err=True)
+        hard_exit(EX_UNAVAILABLE)
+    envelope_from = "" if sender is None else (sender.strip() or "<>")
+    try:
+        db = database(settings)
+        try:
+            stored = store_message(db, raw, envelope_from)
+        except Exception:  # a new or older schema: migrate it, and try once more
+            migrate.ensure(db)
+            stored = store_message(db, raw, envelope_from)
+    except Exception as exc:
+        log.debug("could not store the message", exc_info=True)
+        _tempfail(f"could not store the message: {describe(exc, settings.database_url)}")
+    # stored: from here on nothing is lost; the rest may be retried by any worker.
+    # Everything pending is processed oldest first (this mail included), so mail that
+    # arrives in quick succession through parallel pipes is still applied in order.
+    try:
+        migrate.check(db)  # never processed by code older than the schema
+        if stored is not None:
+            process_pending(db, settings)
+        Sender(db, settings).send_due()
+        db.dispose()
+    except Exception as exc:  # the message is safe; a later run finishes the job
+        log.warning("stored, processing deferred: %s", describe(exc, settings.database_url))
+    hard_exit(0)
+
+
+@main.command()
+@click.option("--loop", is_flag=True, help="Keep running, every few seconds.")
+@click.option("--interval", default=2.0, show_default=True,
+              help="Seconds between rounds when nothing wakes the loop.")
+@click.option("--wake-fd", type=int, default=None, hidden=True,
+              help="A pipe that wakes the loop (set by 'serve').")
+@pass_settings
+def work(settings: Settings, loop: bool, interval: float, wake_fd: int | None) -> None:
+    """Process stored mail, run the clocks and send the outbox (for pipe setups
+    without 'serve')."""
+    db = database(settings)
+    if wake_fd is None:
+        migrate.ensure(db)  # a worker started by 'serve' finds the schema up to date
+    worker = WorkLoop(db, settings, wake_fd=wake_fd, interval=interval)
+    if not loop:
+        processed, sent = worker.drain()
+        click.echo(f"processed {processed} message(s), sent {sent} mail(s)")
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: worker.stop())
+    log.info("working: processing, clock and sending")
+    worker.run()
+
+
+@main.command("postfix-maps")
+@click.option("--pipe", "pipe", default=None, metavar="SERVICE",
+              help="Route to this master.cf pipe service (pbmserv) instead of LMTP.")
+@click.option("--output-dir", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help=f"Write {postfix.TRANSPORT_FILE} and {postfix.RECIPIENTS_FILE} there and "
+                   "run postmap on them, instead of printing them.")
+@pass_settings
+def postfix_maps(settings: Settings, pipe: str | None, output_dir: Path | None) -> None:
+    """Postfix's maps for the game addresses: transport (to pbmserv's LMTP listener, or a
+    pipe) and recipients (so Postfix knows them)."""
+    maps = {postfix.TRANSPORT_FILE: postfix.transport_map(settings, pipe),
+            postfix.RECIPIENTS_FILE: postfix.recipient_map(settings)}
+    if output_dir is None:
+        for name, text in maps.items():
+            click.echo(f"# {name}\n{text}")
+        return
+    output_dir.mkdir(parents=True, exist_ok=True)
+    postmap = shutil.which("postmap") or next(
+        (p for p in ("/usr/sbin/postmap", "/usr/local/sbin/postmap") if Path(p).exists()), None)
+    for name, text in maps.items():
+        path = output_dir / name
+        path.write_text(text, encoding="utf-8")
+        if postmap is not None:
+            subprocess.run([postmap, f"hash:{path}"], check=True)
+        click.echo(f"wrote {path}" + ("" if postmap else " (postmap not found: run it)"))
+    click.echo("then: postfix reload")

@@ -1,0 +1,122 @@
+"""``pbmserv inbox`` and ``pbmserv outbox``: stored incoming mail, outgoing mail."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import click
+from sqlalchemy import select
+
+from pbmserv import operations
+from pbmserv.cli.app import database, main, pass_settings
+from pbmserv.config import Settings
+from pbmserv.db.models import InboundMessage, OutboxMessage
+from pbmserv.db.status import InboundStatus, OutboxStatus
+
+
+@main.group()
+def inbox() -> None:
+    """Stored incoming mail: list, show, replay, purge."""
+
+
+@inbox.command("list")
+@click.option("--status", default=None, type=click.Choice([s.value for s in InboundStatus]),
+              help="Only messages of this status.")
+@click.option("--limit", default=50, show_default=True)
+@pass_settings
+def inbox_list(settings: Settings, status: str | None, limit: int) -> None:
+    """List stored messages, newest first."""
+    with database(settings).reading() as session:
+        query = select(InboundMessage).order_by(InboundMessage.id.desc()).limit(limit)
+        if status:
+            query = query.where(InboundMessage.status == InboundStatus(status))
+        for m in session.scalars(query):
+            error = (m.error or "").strip().splitlines()[-1:]
+            click.echo(f"{m.id:6} {m.status:8} {m.received_at:%Y-%m-%d %H:%M} "
+                       f"{m.envelope_from or '-'}" + (f"  [{error[0][:100]}]" if error else ""))
+
+
+@inbox.command("show")
+@click.argument("message_id", type=int)
+@pass_settings
+def inbox_show(settings: Settings, message_id: int) -> None:
+    """Print a stored message as received, and its error if any."""
+    with database(settings).reading() as session:
+        m = session.get(InboundMessage, message_id)
+        if m is None:
+            raise click.ClickException(f"no stored message {message_id}")
+        click.echo(m.raw.decode("utf-8", "replace"))
+        if m.error:
+            click.echo(f"--- {m.status}:\n{m.error}")
+
+
+@inbox.command("replay")
+@click.argument("message_id", type=int, required=False)
+@click.option("--all-failed", is_flag=True, help="Every failed message, oldest first.")
+@pass_settings
+def inbox_replay(settings: Settings, message_id: int | None, all_failed: bool) -> None:
+    """Process a failed (or ignored) message again, e.g. after a fix."""
+    if (message_id is None) == (not all_failed):
+        raise click.UsageError("give a MESSAGE_ID or --all-failed")
+    db = database(settings)
+    if message_id is not None:
+        click.echo(f"message {message_id}: {operations.replay(db, settings, message_id)}")
+        return
+    done = operations.replay_failed(db, settings)
+    for number, result in done:
+        click.echo(f"message {number}: {result}")
+    click.echo(f"replayed {len(done)} message(s)")
+
+
+@inbox.command("purge")
+@click.option("--older-than", "days", required=True, type=click.IntRange(1), metavar="DAYS",
+              help="Purge mail older than this many days.")
+@pass_settings
+def inbox_purge(settings: Settings, days: int) -> None:
+    """Delete processed incoming mail and sent (or discarded) outgoing mail older than
+    DAYS; failed and waiting mail is kept. A purged mail delivered again would be
+    processed again, so keep more days than any MTA retries (a week at least)."""
+    purged = operations.purge(database(settings), timedelta(days=days))
+    click.echo(f"purged {purged.inbox} incoming and {purged.outbox} outgoing mail(s)")
+
+
+@main.group()
+def outbox() -> None:
+    """Outgoing mail: list, retry, discard."""
+
+
+@outbox.command("list")
+@click.option("--status", default=OutboxStatus.PENDING.value, show_default=True,
+              type=click.Choice([s.value for s in OutboxStatus]))
+@click.option("--limit", default=50, show_default=True)
+@pass_settings
+def outbox_list(settings: Settings, status: str, limit: int) -> None:
+    """List outgoing mail by status."""
+    with database(settings).reading() as session:
+        for m in session.scalars(select(OutboxMessage)
+                                 .where(OutboxMessage.status == OutboxStatus(status))
+                                 .order_by(OutboxMessage.id.desc()).limit(limit)):
+            click.echo(f"{m.id:6} {m.status:8} tries={m.attempts} {m.to_addr}  {m.subject}"
+                       + (f"  [{m.last_error}]" if m.last_error else ""))
+
+
+@outbox.command("retry")
+@click.argument("outbox_id", type=int, required=False)
+@click.option("--all", "every", is_flag=True, help="Every pending and failed mail.")
+@pass_settings
+def outbox_retry(settings: Settings, outbox_id: int | None, every: bool) -> None:
+    """Send a pending or failed mail (or --all of them) now, whatever its back-off."""
+    if (outbox_id is None) == (not every):
+        raise click.UsageError("give an OUTBOX_ID (see 'pbmserv outbox list') or --all")
+    db = database(settings)
+    queued = operations.retry(db, outbox_id)
+    click.echo(f"queued {queued} mail(s) again; sent {operations.send_now(db, settings)}")
+
+
+@outbox.command("discard")
+@click.argument("outbox_id", type=int)
+@pass_settings
+def outbox_discard(settings: Settings, outbox_id: int) -> None:
+    """Never send this pending or failed mail (it is kept, marked discarded)."""
+    operations.discard(database(settings), outbox_id)
+    click.echo(f"outgoing mail {outbox_id} discarded")

@@ -1,0 +1,327 @@
+"""The administrator's operations on the server as a whole: its health, a check of
+its settings, the inbox and the outbox, and the account and board operations that
+send mail (through the Notifier, in the same transaction as the change).
+
+The command line calls these; a web admin could call them the same way.  Each opens
+its own transactions; errors that the administrator must fix are PlayerErrors (or
+the database's own, which ``pbmserv.problems`` explains).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from sqlalchemy import delete, func, select, text, update
+
+from pbmserv.commands.account import mail_reset_code
+from pbmserv.config import Settings
+from pbmserv.db import migrate
+from pbmserv.db.base import utcnow
+from pbmserv.db.models import InboundMessage, OutboxMessage, PasswordReset
+from pbmserv.db.problems import describe
+from pbmserv.db.session import Database
+from pbmserv.db.status import InboundStatus, OutboxStatus
+from pbmserv.notifications import Notifier
+from pbmserv.notifications.views import board_summary
+from pbmserv.processing import process_message
+from pbmserv.sender.delivery import Sender
+from pbmserv.sender.relay import probe
+from pbmserv.service import admin
+from pbmserv.service.accounts import existing_user
+from pbmserv.service.boards import engine_of
+from pbmserv.service.errors import PlayerError
+from pbmserv.service.games import GameService
+
+#: mail stored this long ago and still not processed: nothing is processing it
+INBOX_LATE = timedelta(minutes=5)
+#: outgoing mail due this long ago and still not sent: nothing is sending it
+OUTBOX_LATE = timedelta(minutes=15)
+
+
+# -- status -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Status:
+    """How the server stands, as far as its database tells."""
+
+    #: the database's schema revision, and the one this code needs
+    revision: str | None = None
+    head: str = ""
+    #: mails waiting to be processed, and the age of the oldest
+    waiting: int = 0
+    oldest_waiting: timedelta | None = None
+    #: mails kept as failed (a bug while processing them): for the administrator
+    failed_in: int = 0
+    #: outgoing mails not yet sent, the age of the oldest, and how many of them are due
+    #: for longer than ``OUTBOX_LATE`` (nobody sends them)
+    pending: int = 0
+    oldest_pending: timedelta | None = None
+    overdue: int = 0
+    #: outgoing mails the relay refused for good
+    failed_out: int = 0
+    #: what is wrong, in words; none: healthy
+    problems: list[str] = field(default_factory=list)
+    #: whether the database answered, and whether the queues were counted
+    reachable: bool = True
+    counted: bool = False
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+
+def _age(now: datetime, then: datetime | None) -> timedelta | None:
+    return None if then is None else max(now - then, timedelta(0))
+
+
+def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta = INBOX_LATE,
+           outbox_late: timedelta = OUTBOX_LATE) -> Status:
+    """The server's health: unhealthy if the database cannot be read, its schema is not
+    this code's, stored mail waits longer than ``inbox_late`` or outgoing mail is due
+    for longer than ``outbox_late``.  Failed mail is counted, not held against it: it
+    needs a person, not a restart."""
+    now = now or utcnow()
+    head = migrate.head()
+    try:
+        revision = migrate.current(db)
+    except Exception as exc:
+        return Status(head=head, problems=[f"database: {describe(exc, db.url)}"],
+                      reachable=False)
+    if revision != head:
+        try:
+            migrate.check(db)
+        except Exception as exc:
+            return Status(revision, head, problems=[describe(exc, db.url)])
+    with db.reading() as session:
+        waiting, oldest_in = session.execute(
+            select(func.count(), func.min(InboundMessage.received_at))
+            .where(InboundMessage.status == InboundStatus.NEW)).one()
+        failed_in = session.scalar(select(func.count()).select_from(InboundMessage)
+                                   .where(InboundMessage.status == InboundStatus.FAILED))
+        pending, oldest_out = session.execute(
+            select(func.count(), func.min(OutboxMessage.created_at))
+            .where(OutboxMessage.status == OutboxStatus.PENDING)).one()
+        overdue = session.scalar(select(func.count()).select_from(OutboxMessage).where(
+            OutboxMessage.status == OutboxStatus.PENDING,
+            OutboxMessage.next_attempt_at < now - outbox_late))
+        failed_out = session.scalar(select(func.count()).select_from(OutboxMessage)
+                                    .where(OutboxMessage.status == OutboxStatus.FAILED))
+    result = Status(revision, head, waiting, _age(now, oldest_in), failed_in or 0, pending,
+                    _age(now, oldest_out), overdue or 0, failed_out or 0, counted=True)
+    if result.oldest_waiting is not None and result.oldest_waiting > inbox_late:
+        result.problems.append(
+            f"stored mail is not being processed: the oldest waits since "
+            f"{oldest_in:%Y-%m-%d %H:%M} UTC (is 'pbmserv serve' or 'pbmserv work --loop' "
+            "running?)")
+    if result.overdue:
+        result.problems.append(
+            f"outgoing mail is not going out: {result.overdue} mail(s) due for more than "
+            f"{int(outbox_late.total_seconds() // 60)} minutes (is the relay down, or "
+            "nothing running that sends? 'pbmserv outbox list' shows the last error)")
+    return result
+
+
+# -- checking the settings ----------------------------------------------------------------
+OK, WARN, FAIL = "ok", "warn", "FAIL"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    level: str
+    text: str
+
+
+def _writable(folder: Path) -> str | None:
+    """None if files can be made in ``folder`` (made if missing), else why not."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe_file = folder / f".pbmserv-check-{uuid.uuid4().hex}"
+        probe_file.write_bytes(b"")
+        probe_file.unlink()
+    except OSError as exc:
+        return describe(exc)
+    return None
+
+
+def check_settings(settings: Settings) -> list[Check]:
+    """One line per thing the settings need: the file, the database and its schema,
+    the relay or the Maildir, the log file."""
+    out = [Check("settings", OK, f"read from {settings.source}" if settings.source
+                 else "no settings file: defaults and PBMSERV_* variables")]
+    db = Database(settings.database_url)
+    try:
+        try:
+            with db.engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+            out.append(Check("database", OK, f"reachable ({db.engine.dialect.name})"))
+            out.append(Check("schema", OK, f"revision {migrate.check(db)}, current"))
+        except Exception as exc:
+            name = "schema" if isinstance(exc, migrate.SchemaError) else "database"
+            out.append(Check(name, FAIL, describe(exc, settings.database_url)))
+    finally:
+        db.dispose()
+    if db.is_sqlite and not settings.database_url.startswith("sqlite:////"):
+        out.append(Check("database_url", WARN, "a relative SQLite path depends on the "
+                         f"working directory (here: {os.getcwd()}); give an absolute one"))
+    if settings.relay is not None:
+        host, port = settings.relay
+        out.append(Check("relay", OK, f"{host}:{port} answers") if probe(settings.relay)
+                   else Check("relay", FAIL, f"no SMTP answer from {host}:{port}: is the "
+                              "MTA running and listening there?"))
+    else:
+        problem = _writable(settings.maildir / "tmp")
+        out.append(Check("maildir", FAIL, f"{settings.maildir}: {problem}") if problem
+                   else Check("maildir", OK, f"{settings.maildir.resolve()} is writable "
+                              "(no relay: replies are kept there)"))
+        if not settings.maildir.is_absolute():
+            out.append(Check("maildir", WARN, "a relative path depends on the working "
+                             "directory; give an absolute one"))
+    if settings.log_file is not None:
+        try:
+            with settings.log_file.open("a"):
+                pass
+            out.append(Check("log_file", OK, f"{settings.log_file} is writable"))
+        except OSError as exc:
+            out.append(Check("log_file", FAIL, f"{settings.log_file}: {describe(exc)}"))
+    return out
+
+
+# -- the inbox ----------------------------------------------------------------------------
+def replay(db: Database, settings: Settings, inbound_id: int) -> str:
+    """Process a failed (or ignored) mail again; returns its status afterwards."""
+    with db.transaction() as session:
+        m = session.get(InboundMessage, inbound_id)
+        if m is None:
+            raise PlayerError(f"no stored message {inbound_id}")
+        if m.status is InboundStatus.DONE:
+            raise PlayerError(f"message {inbound_id} was processed already")
+        m.status, m.error = InboundStatus.NEW, None
+    return process_message(db, settings, inbound_id)
+
+
+def replay_failed(db: Database, settings: Settings) -> list[tuple[int, str]]:
+    """Process every failed mail again, oldest first; (id, status afterwards) each."""
+    with db.reading() as session:
+        ids = list(session.scalars(select(InboundMessage.id)
+                                   .where(InboundMessage.status == InboundStatus.FAILED)
+                                   .order_by(InboundMessage.id)))
+    return [(i, replay(db, settings, i)) for i in ids]
+
+
+@dataclass(frozen=True)
+class Purged:
+    inbox: int
+    outbox: int
+
+
+def purge(db: Database, older_than: timedelta, now: datetime | None = None) -> Purged:
+    """Delete processed mail (done or ignored) received, and outgoing mail (sent or
+    discarded) made, before ``older_than`` ago; failed and waiting mail stays.  A
+    purged mail's Message-ID is forgotten with it: were it delivered again, it would
+    be processed again."""
+    cutoff = (now or utcnow()) - older_than
+    old = (select(InboundMessage.id)
+           .where(InboundMessage.status.in_((InboundStatus.DONE, InboundStatus.IGNORED)),
+                  InboundMessage.received_at < cutoff))
+    with db.transaction() as session:
+        out = session.execute(
+            delete(OutboxMessage)
+            .where(OutboxMessage.status.in_((OutboxStatus.SENT, OutboxStatus.DISCARDED)),
+                   OutboxMessage.created_at < cutoff)
+            .execution_options(synchronize_session=False)).rowcount  # type: ignore[attr-defined]
+        # outgoing mail that stays forgets the purged mail it answered
+        session.execute(update(OutboxMessage)
+                        .where(OutboxMessage.inbound_id.in_(old.scalar_subquery()))
+                        .values(inbound_id=None)
+                        .execution_options(synchronize_session=False))
+        inbox = session.execute(
+            delete(InboundMessage).where(InboundMessage.id.in_(old.scalar_subquery()))
+            .execution_options(synchronize_session=False)).rowcount  # type: ignore[attr-defined]
+        session.execute(delete(PasswordReset).where(PasswordReset.expires_at < cutoff))
+    return Purged(int(inbox), int(out))
+
+
+# -- the outbox ---------------------------------------------------------------------------
+def retry(db: Database, outbox_id: int | None = None) -> int:
+    """Make a pending or failed outgoing mail (every one, if ``outbox_id`` is None) due
+    at once, its back-off forgotten; returns how many."""
+    query = update(OutboxMessage).where(
+        OutboxMessage.status.in_((OutboxStatus.PENDING, OutboxStatus.FAILED)))
+    if outbox_id is not None:
+        _outbox_row(db, outbox_id, "retried")
+        query = query.where(OutboxMessage.id == outbox_id)
+    with db.transaction() as session:
+        return int(session.execute(
+            query.values(status=OutboxStatus.PENDING, leased_by=None,
+                         next_attempt_at=OutboxMessage.created_at)
+            .execution_options(synchronize_session=False)).rowcount)  # type: ignore[attr-defined]
+
+
+def discard(db: Database, outbox_id: int) -> None:
+    """Never send a pending or failed outgoing mail (kept, marked discarded)."""
+    _outbox_row(db, outbox_id, "discarded")
+    with db.transaction() as session:
+        session.execute(update(OutboxMessage)
+                        .where(OutboxMessage.id == outbox_id)
+                        .values(status=OutboxStatus.DISCARDED, leased_by=None)
+                        .execution_options(synchronize_session=False))
+
+
+def _outbox_row(db: Database, outbox_id: int, verb: str) -> None:
+    with db.reading() as session:
+        found = session.scalar(select(OutboxMessage.status)
+                               .where(OutboxMessage.id == outbox_id))
+    if found is None:
+        raise PlayerError(f"there is no outgoing mail {outbox_id}")
+    if found not in (OutboxStatus.PENDING, OutboxStatus.FAILED):
+        raise PlayerError(f"outgoing mail {outbox_id} is {found}: it cannot be {verb}")
+
+
+def send_now(db: Database, settings: Settings) -> int:
+    """Send every due mail now; returns how many went out."""
+    return Sender(db, settings).send_due(limit=100_000)
+
+
+# -- accounts and boards that send mail ---------------------------------------------------
+def mail_reset(db: Database, settings: Settings, userid: str) -> tuple[bool, datetime]:
+    """Mail the account a one-time code to set a new password with; returns whether a
+    code went out (no: one went out lately) and until when the account's code is
+    valid."""
+    now = utcnow()
+    with db.transaction() as session:
+        sent, row = mail_reset_code(session, settings, existing_user(session, userid), now)
+        return sent, row.expires_at
+
+
+@dataclass(frozen=True)
+class Ended:
+    """A board the administrator ended: how it stands now, and the mails queued."""
+
+    summary: str
+    mails: int
+
+
+def end_board(db: Database, settings: Settings, game: str, number: int,
+              winner: str | None, reason: str | None = None) -> Ended:
+    """Abandon a board (``winner`` None: no result) or adjudicate it (``winner`` a
+    userid or ``draw``); its players, subscribers and notify list are mailed as for any
+    end of a game, in the same transaction."""
+    with db.transaction() as session:
+        service = GameService(session)
+        if winner is None:
+            board = admin.abandon(service, game, number, reason)
+        else:
+            board = admin.adjudicate(service, game, number, winner, reason)
+        mails = Notifier(session, settings).notify(service.events)
+        return Ended(board_summary(session, engine_of(board), board), mails)
+
+
+def board_text(db: Database, game: str, number: int) -> str:
+    """A board's summary, every move listed."""
+    with db.reading() as session:
+        board = admin.find_board(session, game, number)
+        return board_summary(session, engine_of(board), board, full=True)

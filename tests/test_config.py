@@ -1,0 +1,171 @@
+"""One settings file (TOML), overridden by the environment; config show and check;
+--version; failures in one line."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from pbmserv.cli import main
+from pbmserv.config import DEFAULT_SMTP, KEYS, Settings, SettingsError, as_toml
+from pbmserv.db.migrate import head
+from tests.conftest import free_port
+
+
+def run(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = None) -> Result:
+    return CliRunner().invoke(main, list(args), env=env, input=stdin)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "pbmserv.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_file_then_environment(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+database_url = "postgresql://pbmserv@localhost/pbmserv"
+address = ["Games@Example.org", "pbem@example.org"]
+name = "Example PBeM server"
+relay = "localhost:25"
+maildir = "/var/lib/pbmserv/mail"
+max_size = 100000
+lmtp = "127.0.0.1:8024"
+smtp = "off"
+workers = 2
+log_level = "warning"
+syslog = true
+""")
+    settings = Settings.load(path, {})
+    assert settings.source == path
+    assert settings.database_url == "postgresql+psycopg://pbmserv@localhost/pbmserv"
+    assert settings.addresses == ("games@example.org", "pbem@example.org")
+    assert settings.server_name == "Example PBeM server"  # a space: no shell involved
+    assert settings.relay == ("localhost", 25) and settings.smtp is None
+    assert (settings.lmtp, settings.workers, settings.syslog) == ("127.0.0.1:8024", 2, True)
+    env = {"PBMSERV_RELAY": "off", "PBMSERV_ADDRESS": "a@b.org, c@d.org", "PBMSERV_WORKERS": "0"}
+    overridden = Settings.load(path, env)
+    assert overridden.relay is None and overridden.addresses == ("a@b.org", "c@d.org")
+    assert overridden.workers == 0 and overridden.max_message_size == 100000
+
+
+def test_which_file_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, 'name = "from the file"\n')
+    assert Settings.load(None, {"PBMSERV_CONFIG": str(path)}).server_name == "from the file"
+    assert Settings.load(None, {"PBMSERV_CONFIG": ""}).source is None
+    assert Settings.load(path, {"PBMSERV_CONFIG": ""}).server_name == "from the file"
+    monkeypatch.setattr("pbmserv.config.DEFAULT_CONFIG", path)
+    assert Settings.load(None, {}).source == path
+    monkeypatch.setattr("pbmserv.config.DEFAULT_CONFIG", tmp_path / "none.toml")
+    defaults = Settings.load(None, {})
+    assert defaults.source is None and defaults.smtp == DEFAULT_SMTP and defaults.lmtp is None
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ('relay = "localhost:25', "is not valid TOML"),
+    ("bogus = 1", "unknown setting 'bogus'"),
+    ('relay = "localhost"', r"relay \(PBMSERV_RELAY\): write host:port"),
+    ("max_size = 10", "at least 1024 bytes"),
+    ('log_level = "loud"', "one of debug, info"),
+    ('lmtp = "somewhere"', "a Unix socket"),
+    ('address = "nobody"', "is not a mail address"),
+    ('database_url = "not a url"', "is not a database URL"),
+    ("workers = true", "expected a number"),
+])
+def test_bad_files_are_named_and_explained(tmp_path: Path, text: str, said: str) -> None:
+    path = write(tmp_path, text + "\n")
+    with pytest.raises(SettingsError, match=said) as err:
+        Settings.load(path, {})
+    assert str(path) in str(err.value) or "PBMSERV" in str(err.value)
+
+
+def test_missing_and_unreadable_files(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="does not exist"):
+        Settings.load(tmp_path / "none.toml", {})
+    if os.getuid() != 0:  # root reads any file
+        path = write(tmp_path, "")
+        path.chmod(0)
+        with pytest.raises(SettingsError, match="cannot be read by this user"):
+            Settings.load(path, {})
+
+
+def test_config_show_masks_secrets_and_reads_back(tmp_path: Path) -> None:
+    path = write(tmp_path, 'database_url = "postgresql+psycopg://pb:s3cret@db/pb"\n'
+                           'relay = "mail.example.org:587"\n')
+    shown = run("--config", str(path), "config", "show")
+    assert shown.exit_code == 0, shown.output
+    assert "s3cret" not in shown.output and "pb:***@db/pb" in shown.output
+    assert "# SQLAlchemy URL of the database (PBMSERV_DATABASE_URL)" in shown.output
+    again = tomllib.loads(shown.output)
+    assert again["relay"] == "mail.example.org:587" and again["smtp"] == DEFAULT_SMTP
+    assert Settings.from_values(again).relay == ("mail.example.org", 587)
+    assert as_toml(Settings()).count("\n# ") == len(KEYS)  # one per setting
+    hushed = run("config", "show", env={"PBMSERV_SECRET": "hush-hush"})
+    assert "hush-hush" not in hushed.output and 'secret = "***"' in hushed.output
+
+
+def test_config_check(tmp_path: Path, db_url: str) -> None:
+    maildir = tmp_path / "mail"
+    path = write(tmp_path, f'database_url = "{db_url}"\nmaildir = "{maildir}"\n'
+                           f'log_file = "{tmp_path / "log" / "pbmserv.log"}"\n')
+    good = run("--config", str(path), "config", "check")
+    assert good.exit_code == 0, good.output
+    lines = good.output.splitlines()
+    assert lines[0].startswith("ok   settings") and str(path) in lines[0]
+    assert any(line.startswith("ok   schema") and f"{head()}, current" in line
+               for line in lines)
+    assert any(line.startswith("ok   maildir") for line in lines)
+    assert any(line.startswith("ok   log_file") for line in lines)
+    relay = f"127.0.0.1:{free_port()}"
+    bad = run("--config", str(path), "config", "check",
+              env={"PBMSERV_RELAY": relay,
+                   "PBMSERV_DATABASE_URL": f"sqlite:///{tmp_path / 'new.sqlite3'}"})
+    assert bad.exit_code == 1
+    assert f"FAIL relay        no SMTP answer from {relay}" in bad.output
+    assert "FAIL schema       the database has no pbmserv tables yet: run 'pbmserv db upgrade'" \
+        in bad.output
+
+
+def test_version() -> None:
+    result = run("--version")
+    assert result.exit_code == 0 and result.output.startswith("pbmserv 0.")
+
+
+def test_failures_are_one_line(tmp_path: Path) -> None:
+    down = {"PBMSERV_DATABASE_URL": f"postgresql+psycopg://pbmserv@127.0.0.1:{free_port()}/x"}
+    result = run("db", "upgrade", env=down)
+    assert result.exit_code == 1
+    assert result.output == ("pbmserv: cannot reach the database server: is PostgreSQL running "
+                             "(systemctl status postgresql), and are host and port in "
+                             "database_url right?\n")
+    verbose = run("-v", "db", "upgrade", env=down)
+    assert "Traceback (most recent call last)" in verbose.output
+    missing = run("--config", str(tmp_path / "none.toml"), "users", "list")
+    assert missing.exit_code == 1
+    assert missing.output == f"pbmserv: settings file {tmp_path / 'none.toml'} does not exist\n"
+    bad_url = run("users", "list", env={"PBMSERV_DATABASE_URL": "mysql://x@y/z"})
+    assert bad_url.exit_code == 1 and len(bad_url.output.splitlines()) == 1
+    assert "not installed" in bad_url.output
+
+
+def test_rules_need_no_settings(tmp_path: Path) -> None:
+    assert run("--config", str(tmp_path / "none.toml"), "rules", "perft", "honeydonuts", "1"
+               ).output == "12\n"
+
+
+def test_a_port_in_use_is_one_line(db_url: str) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run("serve", "--smtp", f"127.0.0.1:{port}", "--workers", "0",
+                     env={"PBMSERV_DATABASE_URL": db_url})
+    assert result.exit_code == 1
+    assert result.output == (f"Error: cannot listen on SMTP 127.0.0.1:{port}: the address is "
+                             "in use: another program (or another pbmserv) listens there\n")

@@ -1,0 +1,58 @@
+"""The files in deploy/: settings that parse, hardened systemd units, a container with a
+healthcheck and a writable volume."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pbmserv.config import KEYS, Settings
+
+DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
+UNITS = ["pbmserv.service", "pbmserv-worker.service", "pbmserv-bots.service"]
+
+
+def test_the_example_settings_parse_and_name_every_key() -> None:
+    path = DEPLOY / "pbmserv.toml.example"
+    settings = Settings.load(path, {})
+    assert settings.lmtp == "127.0.0.1:8024" and settings.smtp is None
+    assert settings.relay == ("localhost", 25)
+    written = set(re.findall(r"^(\w+) =", path.read_text(), re.MULTILINE))
+    assert written == set(KEYS)
+
+
+def test_the_pipe_reads_the_settings_file_and_no_shell() -> None:
+    line = (DEPLOY / "postfix-master.cf").read_text()
+    assert "argv=/opt/pbmserv/bin/pbmserv --config /etc/pbmserv/pbmserv.toml deliver" in line
+    assert not (DEPLOY / "pbmserv-deliver").exists()
+    assert not (DEPLOY / "pbmserv.env.example").exists()
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_units_are_hardened(unit: str) -> None:
+    text = (DEPLOY / unit).read_text()
+    for line in ("ProtectSystem=strict", "NoNewPrivileges=yes", "PrivateTmp=yes",
+                 "RestartSec=", "User=pbmserv", "Environment=PBMSERV_CONFIG=/etc/pbmserv/"):
+        assert line in text, line
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed")
+    done = subprocess.run([analyze, "security", "--offline=true", str(DEPLOY / unit)],
+                          capture_output=True, text=True, timeout=60)
+    found = re.search(r"Overall exposure level for \S+: ([\d.]+)", done.stdout)
+    if found is None:
+        pytest.skip(f"systemd-analyze cannot rate units offline here: {done.stderr[-200:]}")
+    assert float(found.group(1)) < 5.0, done.stdout
+
+
+def test_the_image_has_a_healthcheck_and_a_writable_volume() -> None:
+    text = (DEPLOY / "Dockerfile").read_text()
+    base = re.search(r"^FROM (\S+)", text, re.MULTILINE)
+    assert base is not None and re.fullmatch(r"python:3\.11\.\d+-slim-\w+", base.group(1))
+    assert 'CMD ["pbmserv", "status"]' in text
+    made = text.index("install -d -o pbmserv -g pbmserv")
+    assert made < text.index("VOLUME /var/lib/pbmserv") < text.index("USER pbmserv")
