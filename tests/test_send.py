@@ -21,8 +21,9 @@ from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.sender import delivery as send
+from pbmserv.sender import message
 from pbmserv.sender.delivery import Sender, backoff_seconds
-from tests.conftest import free_port, read_maildir
+from tests.conftest import Mailer, free_port, read_maildir, text_of
 
 
 class Sink:
@@ -200,3 +201,65 @@ def test_two_senders_and_a_slow_relay_send_every_mail_once(
     to = [e.rcpt_tos[0] for e in sink.received]
     assert sorted(to) == sorted(f"p{i}@example.org" for i in range(24))
     assert {row(db, i).status for i in ids} == {"sent"}
+
+
+# -- addresses and Message-IDs from hostile or international mail ---------------------
+def test_a_hostile_mail_stops_no_outgoing_mail(mailer: Mailer, db: Database,
+                                               settings: Settings) -> None:
+    """A non-ASCII sender and Message-ID (a Maildir): its reply goes out in UTF-8 with no
+    In-Reply-To, and the mail before and after it go out too."""
+    mailer.send("help", sender="alice@example.org")
+    mailer.send_raw(
+        "From: müller@bücher.example\nTo: pbmserv@localhost\nSubject: help\n"
+        "Message-ID: \u2039ü@example.org>\n\n\n".encode(), "müller@bücher.example")
+    mailer.send("help", sender="bob@example.org")
+    assert Sender(db, settings).send_due() == 3
+    mails = read_maildir(settings.maildir)
+    assert sorted(m["To"] for m in mails) == ["alice@example.org", "bob@example.org",
+                                              "müller@xn--bcher-kva.example"]
+    [theirs] = [m for m in mails if m["To"].startswith("müller")]
+    assert theirs["In-Reply-To"] is None and theirs["Auto-Submitted"] == "auto-replied"
+    assert "pbmserv: board games by mail" in text_of(theirs)
+
+
+def test_smtputf8_to_the_relay(db: Database, settings: Settings,
+                               relay: tuple[Sink, int]) -> None:
+    sink, port = relay
+    rid = queue(db, settings, to="müller@bücher.example")
+    assert Sender(db, replace(settings, relay=("127.0.0.1", port))).send_due() == 1
+    assert [e.rcpt_tos for e in sink.received] == [["müller@xn--bcher-kva.example"]]
+    assert "SMTPUTF8" in sink.received[0].mail_options
+    assert row(db, rid).status == "sent"
+
+
+def test_a_relay_without_smtputf8_fails_that_mail_only(db: Database, settings: Settings) -> None:
+    sink = Sink()
+    port = free_port()
+    controller = Controller(sink, hostname="127.0.0.1", port=port, enable_SMTPUTF8=False)
+    controller.start()
+    try:
+        bad = queue(db, settings, to="müller@example.org")
+        good = queue(db, settings, to="bob@example.org")
+        sender = Sender(db, replace(settings, relay=("127.0.0.1", port)))
+        assert sender.send_due() == 1 and not sender.relay_down
+    finally:
+        controller.stop()
+    failed = row(db, bad)
+    assert failed.status == "failed" and "SMTPUTF8" in (failed.last_error or "")
+    assert row(db, good).status == "sent"
+
+
+def test_a_row_that_cannot_be_made_into_a_mail_is_failed_alone(
+        db: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = [queue(db, settings, to=f"p{i}@example.org") for i in range(3)]
+    real = message.message_bytes
+
+    def broken_for_the_second(settings: Settings, row: OutboxMessage) -> bytes:
+        if row.id == ids[1]:
+            raise ValueError("a bug")
+        return real(settings, row)
+
+    monkeypatch.setattr(send, "message_bytes", broken_for_the_second)
+    assert Sender(db, settings).send_due() == 2
+    assert [row(db, i).status for i in ids] == ["sent", "failed", "sent"]
+    assert "ValueError: a bug" in (row(db, ids[1]).last_error or "")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+from pbmserv import server as server_module
 from pbmserv.config import Settings
 from pbmserv.db.models import InboundMessage
 from pbmserv.db.session import Database
@@ -93,6 +94,21 @@ def test_same_message_id_twice_is_applied_once(smtp: smtplib.SMTP, settings: Set
         assert s.scalar(select(func.count()).select_from(InboundMessage)) == 1
 
 
+def test_a_mail_without_message_id_sent_twice_is_applied_once(
+        smtp: smtplib.SMTP, settings: Settings, db: Database) -> None:
+    """The sending MTA lost our 250 and sent the same bytes again."""
+    raw = b"From: alice@example.org\nTo: pbmserv@localhost\nSubject: signup alice pw\n\n\n"
+    other = raw.replace(b"alice", b"bob")
+    for mail in (raw, raw, other):
+        smtp.sendmail("alice@example.org", ["pbmserv@localhost"], mail)
+    wait_for_mail(settings, 2)
+    time.sleep(0.5)
+    assert sorted(m["To"] for m in read_maildir(settings.maildir)) == [
+        "alice@example.org", "bob@example.org"]
+    with db.transaction() as s:
+        assert s.scalar(select(func.count()).select_from(InboundMessage)) == 2
+
+
 def test_bounces_and_garbage_are_stored_not_answered(smtp: smtplib.SMTP, settings: Settings,
                                                       db: Database) -> None:
     smtp.sendmail("<>", ["pbmserv@localhost"], make_mail("help", sender="mailer-daemon@x.org"))
@@ -140,3 +156,27 @@ def test_nul_in_the_envelope_is_stored_on_postgres(pg_url: str, tmp_path: Path) 
     finally:
         srv.stop()
         db.dispose()
+
+
+def test_serve_starts_a_killed_worker_again(db: Database, settings: Settings,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OOM killer ends the worker process: mail is still answered."""
+    monkeypatch.setenv("PBMSERV_DATABASE_URL", settings.database_url)
+    monkeypatch.setenv("PBMSERV_MAILDIR", str(settings.maildir))
+    monkeypatch.setattr(server_module, "RESTART_EVERY", 0.0)
+    srv = Server(db, settings, "127.0.0.1", free_port(), workers=1, interval=0.2, bots=False)
+    srv.start()
+    try:
+        [worker] = srv.processes
+        worker.kill()
+        worker.wait()
+        srv.watch()
+        [again] = srv.processes
+        assert again.pid != worker.pid and again.poll() is None
+        with smtplib.SMTP(srv.controller.hostname, srv.controller.port, timeout=10) as client:
+            client.sendmail("alice@example.org", ["pbmserv@localhost"],
+                            make_mail("signup alice pw-alice"))
+        [welcome] = wait_for_mail(settings, 1)
+        assert welcome["To"] == "alice@example.org"
+    finally:
+        srv.stop()

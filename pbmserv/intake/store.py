@@ -8,6 +8,7 @@ many mails in one transaction: one commit (one fsync) for all of them.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Sequence
 from email.parser import BytesHeaderParser
@@ -36,23 +37,25 @@ def clean_envelope(envelope_from: str) -> str:
     return clean_line(envelope_from, MAX_ENVELOPE * 4).replace(" ", "")[:MAX_ENVELOPE]
 
 
-def identify(raw: bytes, envelope: str) -> tuple[str, str, str | None]:
-    """The sender's address, the Message-ID ("" if none) and the dedupe key (sender +
-    Message-ID; the same pair twice is one mail delivered twice), read from the
-    headers alone."""
+def identify(raw: bytes, envelope: str) -> tuple[str, str, str]:
+    """The sender's address, the Message-ID ("" if none) and the dedupe key, read from
+    the headers alone: sender + Message-ID (the same pair twice is one mail delivered
+    twice), or for a mail without a Message-ID sender + a hash of its bytes (a
+    redelivery after a lost acknowledgement is the same bytes again)."""
     try:
         head = raw[:MAX_HEADER_BYTES].split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
         headers = BytesHeaderParser(policy=compat32).parsebytes(head)
         message_id = header(headers, "Message-ID")
         sender = address_of(header(headers, "From")) or address_of(envelope)
     except Exception:
-        return address_of(envelope), "", None
+        message_id, sender = "", address_of(envelope)
+    who = sender or envelope.lower()
     if not message_id:
-        return sender, "", None
-    return sender, message_id, f"{sender or envelope.lower()} {message_id}"[:1000]
+        return sender, "", f"{who} sha256:{hashlib.sha256(raw).hexdigest()}"[:1000]
+    return sender, message_id, f"{who} {message_id}"[:1000]
 
 
-def dedupe_key(raw: bytes, envelope_from: str) -> str | None:
+def dedupe_key(raw: bytes, envelope_from: str) -> str:
     return identify(raw, clean_envelope(envelope_from))[2]
 
 

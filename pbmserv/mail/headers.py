@@ -25,8 +25,9 @@ _MAX_ADDRESS = 320
 
 def header(msg: Message, name: str) -> str:
     """A header as one clean line ("" when absent or unreadable), encoded words decoded."""
-    try:
-        value = msg.get(name)
+    wanted = name.lower()
+    try:  # the raw value: compat32 would wrap an 8-bit one in a Header that loses it
+        value = next((v for k, v in msg.raw_items() if k.lower() == wanted), None)
     except Exception:
         return ""
     if value is None:

@@ -38,7 +38,7 @@ from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.db.status import OutboxStatus
 from pbmserv.sender.maildir import deliver_all
-from pbmserv.sender.message import message_bytes
+from pbmserv.sender.message import envelope_address, message_bytes
 from pbmserv.sender.relay import (
     PermanentFailure,
     RelayConnection,
@@ -168,9 +168,23 @@ class Sender:
                 sent += self._to_relay(relay, token, rows)
         return sent
 
+    def _build(self, rows: list[OutboxMessage]) -> tuple[list[tuple[OutboxMessage, bytes]],
+                                                        list[tuple[OutboxMessage, str]]]:
+        """The mails that can be made of ``rows``, and those that cannot, with why (a
+        bug, never a reason to stop the others)."""
+        built, broken = [], []
+        for row in rows:
+            try:
+                built.append((row, message_bytes(self.settings, row)))
+            except Exception as exc:
+                log.exception("outbox %s cannot be made into a mail", row.id)
+                broken.append((row, f"cannot be made into a mail: {type(exc).__name__}: {exc}"))
+        return built, broken
+
     def _to_maildir(self, token: str, rows: list[OutboxMessage]) -> int:
-        errors = deliver_all(self.settings.maildir,
-                             [(row, message_bytes(self.settings, row)) for row in rows])
+        built, broken = self._build(rows)
+        errors = deliver_all(self.settings.maildir, built)
+        rows = [row for row, _ in built]
         done = [row.id for row, error in zip(rows, errors, strict=True) if error is None]
         with self.db.transaction() as session:
             if done:
@@ -178,6 +192,8 @@ class Sender:
             for row, error in zip(rows, errors, strict=True):
                 if error is not None:
                     self._record(session, token, [row.id], _deferred(row, error))
+            for row, why in broken:
+                self._record(session, token, [row.id], _failed(row, why))
         for row, error in zip(rows, errors, strict=True):
             if error is None:
                 log.info("sent outbox %s: %s to <%s>, into the Maildir", row.id,
@@ -196,8 +212,12 @@ class Sender:
                     mine = self._renew(session, token, row.id)
                 if not mine:
                     continue
+                built, broken = self._build([row])
+                if broken:
+                    pending = (row.id, _failed(row, broken[0][1]))
+                    continue
                 try:
-                    answer = connection.send(message_bytes(self.settings, row), row.to_addr)
+                    answer = connection.send(built[0][1], envelope_address(row.to_addr))
                 except RelayDown as exc:
                     log.warning("relay %s:%s cannot be reached (%s); probing every %ss",
                                 relay[0], relay[1], exc, PROBE_EVERY)

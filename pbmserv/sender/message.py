@@ -9,6 +9,7 @@ Lines end in LF, as a Maildir wants; smtplib turns them into CRLF for the relay.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import quopri
 from email.header import Header
@@ -25,10 +26,31 @@ def _header_value(value: str) -> str:
     return Header(value, "utf-8").encode()
 
 
+def envelope_address(address: str) -> str:
+    """The address to send to: an internationalised domain in its ASCII form (IDNA); a
+    local part in UTF-8 stays so, for a relay that speaks SMTPUTF8 (RFC 6531)."""
+    if address.isascii():
+        return address
+    local, _, domain = address.rpartition("@")
+    with contextlib.suppress(UnicodeError):  # not a valid IDN: left for the relay to judge
+        domain = domain.encode("idna").decode("ascii")
+    return f"{local}@{domain}"
+
+
+def _message_id(value: str | None) -> str | None:
+    """A Message-ID taken from a player's mail, if it can stand in a header: a hostile
+    one (not ASCII, control characters) is left out."""
+    if value and value.isascii() and value.isprintable() and len(value) <= 998:
+        return value
+    return None
+
+
 def message_bytes(settings: Settings, row: OutboxMessage) -> bytes:
+    """The mail; its headers are ASCII unless the recipient's address is not (then
+    UTF-8, as RFC 6532 lets a mail sent with SMTPUTF8 have)."""
     headers = [
         ("From", _header_value(formataddr((settings.server_name, settings.address)))),
-        ("To", row.to_addr),
+        ("To", envelope_address(row.to_addr)),
         ("Subject", _header_value(row.subject)),
         ("Date", format_datetime(row.created_at)),
         ("Message-ID", row.message_id),
@@ -36,8 +58,10 @@ def message_bytes(settings: Settings, row: OutboxMessage) -> bytes:
     if row.reply_to:
         headers.append(("Reply-To", row.reply_to))
     if row.in_reply_to:
-        headers += [("In-Reply-To", row.in_reply_to), ("References", row.in_reply_to),
-                    ("Auto-Submitted", "auto-replied")]
+        answered = _message_id(row.in_reply_to)
+        if answered is not None:
+            headers += [("In-Reply-To", answered), ("References", answered)]
+        headers.append(("Auto-Submitted", "auto-replied"))
     else:
         headers.append(("Auto-Submitted", "auto-generated"))
     headers += [(LOOP_HEADER, settings.domain), ("MIME-Version", "1.0")]
@@ -67,4 +91,4 @@ def _text_part(body: str) -> tuple[list[tuple[str, str]], bytes]:
 
 
 def _lines(headers: list[tuple[str, str]]) -> bytes:
-    return "".join(f"{name}: {value}\n" for name, value in headers).encode("ascii")
+    return "".join(f"{name}: {value}\n" for name, value in headers).encode("utf-8")

@@ -69,8 +69,12 @@ class RelayConnection:
         for attempt in (1, 2):
             smtp = self._smtp or self._open()
             try:
-                smtp.sendmail(self.sender, [to], data)
+                # a local part in UTF-8 needs a relay that speaks SMTPUTF8 (RFC 6531)
+                smtp.sendmail(self.sender, [to], data,
+                              mail_options=() if to.isascii() else ("SMTPUTF8",))
                 return smtp.last_answer
+            except smtplib.SMTPNotSupportedError as exc:
+                raise PermanentFailure(f"the relay cannot send to {to!r}: {exc}") from None
             except smtplib.SMTPRecipientsRefused as exc:
                 codes = [code for code, _ in exc.recipients.values()]
                 text = "; ".join(f"{c} {m!r}" for c, m in exc.recipients.values())
