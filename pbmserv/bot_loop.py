@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from pbmserv.bots import get_bot
 from pbmserv.config import Settings
@@ -24,6 +25,10 @@ from pbmserv.service.bot_turns import BotTurn, due_turns, play_turn
 from pbmserv.service.games import GameService
 
 log = logging.getLogger(__name__)
+#: a board whose turn failed is tried again after this many seconds, then twice as
+#: long after each further failure, up to RETRY_MOST: it never keeps the others waiting
+RETRY_FIRST = 10.0
+RETRY_MOST = 3600.0
 
 
 def seed_of(turn: BotTurn) -> int:
@@ -62,20 +67,28 @@ class BotLoop:
         self.settings = settings
         self.interval = interval
         self.stopping = threading.Event()
+        #: boards whose turn failed: (failures in a row, when to try again)
+        self.failing: dict[int, tuple[int, float]] = {}
 
     def once(self) -> int:
         """Every turn due now; returns how many were played."""
+        now = time.monotonic()
+        waiting = {board for board, (_, when) in self.failing.items() if when > now}
         with self.db.reading() as session:
-            turns = due_turns(session)
+            turns = due_turns(session, skip=waiting)
         played = 0
         for turn in turns:
             if self.stopping.is_set():
                 break
             try:
                 played += take_turn(self.db, self.settings, turn)
+                self.failing.pop(turn.board_id, None)
             except Exception:
-                log.exception("bot turn on board %s failed; it will be tried again",
-                              turn.board_id)
+                failures = self.failing.get(turn.board_id, (0, 0.0))[0] + 1
+                delay = min(RETRY_FIRST * 2 ** (failures - 1), RETRY_MOST)
+                self.failing[turn.board_id] = (failures, time.monotonic() + delay)
+                log.exception("bot turn on board id %s failed (%d time(s) in a row); tried "
+                              "again in %.0f s", turn.board_id, failures, delay)
         return played
 
     def run(self) -> None:

@@ -17,7 +17,9 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pbmserv.bot_loop import BotLoop
@@ -33,6 +35,8 @@ log = logging.getLogger(__name__)
 WORKER_NICENESS = 5
 #: the bots think only with what the rest leaves over
 BOTS_NICENESS = 15
+#: the least time between two starts of one child process
+RESTART_EVERY = 5.0
 
 
 def _pipe() -> tuple[int, int]:
@@ -51,6 +55,33 @@ def _worker_preexec() -> None:  # pragma: no cover - runs in the child
 def _bots_preexec() -> None:  # pragma: no cover - runs in the child
     die_with_parent()
     os.nice(BOTS_NICENESS)
+
+
+@dataclass
+class Child:
+    """A process ``serve`` runs beside itself (a worker, the bots, the web pages)."""
+
+    name: str
+    argv: list[str]
+    preexec: Callable[[], None]
+    pass_fds: tuple[int, ...] = ()
+    proc: subprocess.Popen[bytes] | None = None
+    started: float = 0.0
+
+    def start(self) -> None:
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(self.argv, pass_fds=self.pass_fds, preexec_fn=self.preexec)
+
+    def restart_if_ended(self) -> bool:
+        """Start the process again if it ended (not more often than RESTART_EVERY)."""
+        if self.proc is None or self.proc.poll() is None:
+            return False
+        if time.monotonic() - self.started < RESTART_EVERY:
+            return False  # one that dies at once is not started in a tight loop
+        log.error("the %s process (pid %s) ended with status %s; starting it again",
+                  self.name, self.proc.pid, self.proc.returncode)
+        self.start()
+        return True
 
 
 class Server:
@@ -74,7 +105,7 @@ class Server:
         self.clock_every = clock_every
         self.worker_options = list(worker_options)
         self.pipes: list[tuple[int, int]] = []
-        self.processes: list[subprocess.Popen[bytes]] = []
+        self.children: list[Child] = []
         self.loop: WorkLoop | None = None
         self.thread: threading.Thread | None = None
         self.writer = IntakeWriter(db, on_stored=lambda _ids: self.wake())
@@ -89,29 +120,36 @@ class Server:
         for _, write in self.pipes:
             wake(write)
 
-    def _spawn(self, read: int) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "pbmserv", *self.worker_options, "work", "--loop",
-             "--wake-fd", str(read), "--interval", str(self.interval)],
-            pass_fds=[read], preexec_fn=_worker_preexec,
-        )
+    @property
+    def processes(self) -> list[subprocess.Popen[bytes]]:
+        return [child.proc for child in self.children if child.proc is not None]
+
+    def _child(self, name: str, args: list[str], preexec: Callable[[], None],
+               pass_fds: tuple[int, ...] = ()) -> None:
+        child = Child(name, [sys.executable, "-m", "pbmserv", *self.worker_options, *args],
+                      preexec, pass_fds)
+        child.start()
+        self.children.append(child)
+
+    def watch(self) -> None:
+        """Start again any process of ours that ended (killed by the OOM killer, a
+        crash): mail must not wait in the store for an admin to notice."""
+        for child in self.children:
+            child.restart_if_ended()
 
     def start(self) -> None:
         for _ in range(max(self.workers, 1)):
             self.pipes.append(_pipe())
         if self.web is not None:  # the read-only web pages, in a process of their own
-            self.processes.append(subprocess.Popen(
-                [sys.executable, "-m", "pbmserv", *self.worker_options, "web",
-                 "--host", self.web[0], "--port", str(self.web[1])],
-                preexec_fn=_worker_preexec,
-            ))
+            self._child("web", ["web", "--host", self.web[0], "--port", str(self.web[1])],
+                        _worker_preexec)
         if self.workers:  # before any thread starts: the children are forked cleanly
-            self.processes += [self._spawn(read) for read, _ in self.pipes]
+            for read, _ in self.pipes:
+                self._child("worker", ["work", "--loop", "--wake-fd", str(read),
+                                       "--interval", str(self.interval)],
+                            _worker_preexec, (read,))
             if self.bots:  # bots think in a process of their own, niced more
-                self.processes.append(subprocess.Popen(
-                    [sys.executable, "-m", "pbmserv", *self.worker_options, "bots", "--loop"],
-                    preexec_fn=_bots_preexec,
-                ))
+                self._child("bots", ["bots", "--loop"], _bots_preexec)
         else:
             self.loop = WorkLoop(self.db, self.settings, wake_fd=self.pipes[0][0],
                                  interval=self.interval, clock_every=self.clock_every)
@@ -149,6 +187,7 @@ class Server:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        self.children = []
         for read, write in self.pipes:
             os.close(read)
             os.close(write)

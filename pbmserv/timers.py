@@ -9,9 +9,9 @@ and the mail loses nothing and repeats nothing.
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select, update
 
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
@@ -27,48 +27,111 @@ from pbmserv.service.mail_prefs import next_digest
 log = logging.getLogger(__name__)
 BATCH = 50
 MAX_BATCHES = 100
+#: how long a board whose clock failed waits before it is tried again
+RETRY_AFTER = timedelta(hours=1)
 
 
 def run_clocks(db: Database, settings: Settings, now: datetime | None = None) -> int:
-    """Look at every board whose clock is due; returns how many were looked at."""
+    """Look at every board whose clock is due; returns how many were looked at.  A
+    board whose clock cannot be run (a bug, a position that will not load) has it put
+    off by ``RETRY_AFTER`` and is logged, so it keeps no other board waiting."""
     done = 0
     for _ in range(MAX_BATCHES):
-        with db.transaction(lazy=True) as session:
-            service = GameService(session, now)
-            boards = service.due_boards(BATCH)
-            for board in boards:
-                service.check_clock(board)
-            mails = Notifier(session, settings).notify(service.events)
-        done += len(boards)
-        if boards:
-            log.info("clock: %d board(s) looked at, %d mail(s) queued", len(boards), mails)
-        if len(boards) < BATCH:
+        try:
+            looked = _clock_batch(db, settings, now, None)
+        except Exception:
+            looked = _clock_one_by_one(db, settings, now)
+        done += looked
+        if looked < BATCH:
             break
     return done
+
+
+def _clock_batch(db: Database, settings: Settings, now: datetime | None,
+                 board_id: int | None) -> int:
+    with db.transaction(lazy=True) as session:
+        service = GameService(session, now)
+        boards = service.due_boards(BATCH if board_id is None else 1, board_id=board_id)
+        for board in boards:
+            service.check_clock(board)
+        mails = Notifier(session, settings).notify(service.events)
+    if boards:
+        log.info("clock: %d board(s) looked at, %d mail(s) queued", len(boards), mails)
+    return len(boards)
+
+
+def _clock_one_by_one(db: Database, settings: Settings, now: datetime | None) -> int:
+    """The batch failed: each due board in a transaction of its own."""
+    with db.reading() as session:
+        ids = [board.id for board in GameService(session, now).due_boards(BATCH)]
+    for board_id in ids:
+        try:
+            _clock_batch(db, settings, now, board_id)
+        except Exception:
+            log.exception("clock of board id %s failed; it is tried again in %s",
+                          board_id, RETRY_AFTER)
+            with db.transaction() as session:
+                GameService(session, now).postpone_clock(board_id, RETRY_AFTER)
+    return len(ids)
 
 
 def run_digests(db: Database, settings: Settings, now: datetime | None = None) -> int:
-    """Send every digest that is due; returns how many players were looked at."""
+    """Send every digest that is due; returns how many players were looked at.  A
+    digest that cannot be made is put off by ``RETRY_AFTER`` and logged."""
     done = 0
     for _ in range(MAX_BATCHES):
-        with db.transaction(lazy=True) as session:
-            when = now or utcnow()
-            query = (select(MailPrefs)
-                     .where(MailPrefs.digest != DigestMode.OFF, MailPrefs.digest_next_at <= when)
-                     .order_by(MailPrefs.digest_next_at).limit(BATCH))
-            if db.is_postgres:
-                query = query.with_for_update(skip_locked=True)
-            due = list(session.scalars(query))
-            upto = int(session.scalar(select(func.max(BoardEvent.id))) or 0)
-            for prefs in due:
-                user = session.get(User, prefs.user_id)
-                mail = None if user is None or user.closed_at else digest(
-                    session, user, prefs.digest_event_id, upto)
-                if user is not None and mail is not None:
-                    queue_mail(session, settings, to=user.email, subject=mail[0], body=mail[1])
-                prefs.digest_event_id = upto
-                prefs.digest_next_at = next_digest(prefs.digest, prefs.digest_hour, when)
-        done += len(due)
-        if len(due) < BATCH:
+        try:
+            looked = _digest_batch(db, settings, now, None)
+        except Exception:
+            looked = _digests_one_by_one(db, settings, now)
+        done += looked
+        if looked < BATCH:
             break
     return done
+
+
+def _due_digests(db: Database, when: datetime, limit: int,
+                 user_id: int | None) -> Select[tuple[MailPrefs]]:
+    query = (select(MailPrefs)
+             .where(MailPrefs.digest != DigestMode.OFF, MailPrefs.digest_next_at <= when)
+             .order_by(MailPrefs.digest_next_at).limit(limit))
+    if user_id is not None:
+        query = query.where(MailPrefs.user_id == user_id)
+    if db.is_postgres:
+        query = query.with_for_update(skip_locked=True)
+    return query
+
+
+def _digest_batch(db: Database, settings: Settings, now: datetime | None,
+                  user_id: int | None) -> int:
+    with db.transaction(lazy=True) as session:
+        when = now or utcnow()
+        due = list(session.scalars(
+            _due_digests(db, when, BATCH if user_id is None else 1, user_id)))
+        upto = int(session.scalar(select(func.max(BoardEvent.id))) or 0)
+        for prefs in due:
+            user = session.get(User, prefs.user_id)
+            mail = None if user is None or user.closed_at else digest(
+                session, user, prefs.digest_event_id, upto)
+            if user is not None and mail is not None:
+                queue_mail(session, settings, to=user.email, subject=mail[0], body=mail[1])
+            prefs.digest_event_id = upto
+            prefs.digest_next_at = next_digest(prefs.digest, prefs.digest_hour, when)
+    return len(due)
+
+
+def _digests_one_by_one(db: Database, settings: Settings, now: datetime | None) -> int:
+    """The batch failed: each due digest in a transaction of its own."""
+    when = now or utcnow()
+    with db.reading() as session:
+        ids = [prefs.user_id for prefs in session.scalars(_due_digests(db, when, BATCH, None))]
+    for user_id in ids:
+        try:
+            _digest_batch(db, settings, now, user_id)
+        except Exception:
+            log.exception("digest of user id %s failed; it is tried again in %s",
+                          user_id, RETRY_AFTER)
+            with db.transaction() as session:
+                session.execute(update(MailPrefs).where(MailPrefs.user_id == user_id)
+                                .values(digest_next_at=when + RETRY_AFTER))
+    return len(ids)

@@ -61,13 +61,27 @@ class WorkLoop:
 
     def once(self) -> tuple[int, int]:
         """One round: process a batch of stored mail, run the clock if due, send what
-        is due (so replies go out batch by batch, however much mail waits)."""
-        processed = process_pending(self.db, self.settings, reads=1)
+        is due (so replies go out batch by batch, however much mail waits).  Each step
+        runs whatever became of the others; the first failure is raised at the end."""
+        failures: list[Exception] = []
+        processed = sent = 0
+        try:
+            processed = process_pending(self.db, self.settings, reads=1)
+        except Exception as exc:
+            failures.append(exc)
         if time.monotonic() >= self._next_clock:
-            run_clocks(self.db, self.settings)
-            run_digests(self.db, self.settings)
             self._next_clock = time.monotonic() + self.clock_every
-        sent = self.sender.send_due()
+            for job in (run_clocks, run_digests):
+                try:
+                    job(self.db, self.settings)
+                except Exception as exc:
+                    failures.append(exc)
+        try:  # whatever failed before, what is due is sent
+            sent = self.sender.send_due()
+        except Exception as exc:
+            failures.append(exc)
+        if failures:
+            raise failures[0]
         return processed, sent
 
     def drain(self) -> tuple[int, int]:

@@ -10,13 +10,17 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import select
 
+from pbmserv import worker
 from pbmserv.cli import main
 from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board, Move, OutboxMessage, Vacation
 from pbmserv.db.session import Database
 from pbmserv.notifications import Notifier
 from pbmserv.server import Server
-from pbmserv.timers import run_clocks
+from pbmserv.service.games import GameService
+from pbmserv.timers import RETRY_AFTER, run_clocks
+from pbmserv.worker import WorkLoop
 from tests.conftest import Mailer, check_mail_shape, free_port, read_maildir
 
 
@@ -157,11 +161,48 @@ def test_a_crash_between_the_nag_and_its_mail_loses_and_repeats_nothing(
 
     with monkeypatch.context() as patch:
         patch.setattr(Notifier, "_send", crash)
-        with pytest.raises(RuntimeError):
-            run_clocks(db, settings)
+        assert clock_mails(db, settings) == []
     assert board(db).nags_sent == 0  # the decision was rolled back with the mail
+    assert clock_mails(db, settings) == []  # the board is put off for an hour
+    time_passes(db, RETRY_AFTER / timedelta(days=1))
     assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Honeydonuts Board 101 bob"]
     assert clock_mails(db, settings) == []
+
+
+def test_a_board_whose_clock_fails_keeps_no_other_waiting(
+        mailer: Mailer, db: Database, settings: Settings,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    start(mailer)
+    mailer.reply("exnihilo challenge alice bob")  # alice to move there
+    time_passes(db, 7.5)
+    real = GameService.check_clock
+
+    def broken_on_honeydonuts(service: GameService, board: Board) -> None:
+        if board.game == "honeydonuts":
+            raise ValueError("a bug")
+        real(service, board)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(GameService, "check_clock", broken_on_honeydonuts)
+        assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Exnihilo Board 101 alice"]
+    with db.transaction() as s:
+        broken = s.scalar(select(Board).where(Board.game == "honeydonuts"))
+        assert broken is not None and broken.nags_sent == 0 and broken.clock_due_at is not None
+        assert broken.clock_due_at > utcnow() + RETRY_AFTER - timedelta(minutes=1)
+
+
+def test_sending_goes_on_when_the_clock_fails(mailer: Mailer, db: Database, settings: Settings,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    mailer.signup("alice")  # its welcome waits in the outbox
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("the clock is broken")
+
+    monkeypatch.setattr(worker, "run_clocks", broken)
+    loop = WorkLoop(db, settings)
+    with pytest.raises(RuntimeError, match="the clock is broken"):
+        loop.once()
+    assert [m["To"] for m in read_maildir(settings.maildir)] == ["alice@example.org"]
 
 
 def test_work_runs_the_clock(mailer: Mailer, db: Database, settings: Settings) -> None:

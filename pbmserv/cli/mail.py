@@ -34,6 +34,8 @@ from pbmserv.sender.delivery import Sender
 from pbmserv.worker import WorkLoop
 
 log = logging.getLogger("pbmserv.cli")
+#: seconds between two looks of 'serve' at the processes it runs
+WATCH_EVERY = 2.0
 
 
 def _listen_option(value: str | None) -> str | None:
@@ -102,7 +104,8 @@ def serve(app: App, smtp: str | None, lmtp: str | None, host: str | None, port: 
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
-    done.wait()
+    while not done.wait(WATCH_EVERY):
+        server.watch()  # a worker that died is started again
     log.info("stopping")
     server.stop()
     db.dispose()

@@ -9,6 +9,7 @@ restart never loses a bot's move and never plays it twice.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from sqlalchemy import and_, or_, select
@@ -33,18 +34,24 @@ class BotTurn:
     request: RequestKind | None
 
 
-def due_turns(session: Session, limit: int = 20) -> list[BotTurn]:
-    """Boards waiting for a bot, the longest waiting first."""
-    rows = session.execute(
+def due_turns(session: Session, limit: int = 20,
+              skip: Collection[int] = ()) -> list[BotTurn]:
+    """Boards waiting for a bot, the longest waiting first; none of the boards ``skip``
+    (those whose turn failed lately)."""
+    query = (
         select(Board.id, Board.game, Board.ply, BoardPlayer.seat, User.bot, Board.position,
                Board.position_version, Board.request_kind, Board.request_by, Board.to_move)
         .join(BoardPlayer, BoardPlayer.board_id == Board.id)
         .join(User, User.id == BoardPlayer.user_id)
-        .where(User.bot.is_not(None), Board.status == BoardStatus.ACTIVE,
+        .where(User.bot.is_not(None), User.closed_at.is_(None),
+               Board.status == BoardStatus.ACTIVE,
                or_(BoardPlayer.seat == Board.to_move,
                    and_(Board.request_kind.is_not(None), Board.request_by != BoardPlayer.seat)))
         .order_by(Board.updated_at).limit(limit)
-    ).all()
+    )
+    if skip:
+        query = query.where(Board.id.not_in(list(skip)))
+    rows = session.execute(query).all()
     turns = []
     for row in rows:
         asked = row.request_kind is not None and row.request_by != row.seat

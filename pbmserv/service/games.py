@@ -393,6 +393,7 @@ class GameService:
         board.position = engine.serialize(previous)
         board.position_version = engine.position_version
         board.ply -= 1
+        board.takebacks += 1
         board.to_move = move.seat
         board.updated_at = self.now
         started = move.turn_started_at or move.created_at
@@ -552,13 +553,21 @@ class GameService:
                                 board.forfeit_days))
         clock.schedule(self.session, board, self.now)
 
-    def due_boards(self, limit: int = 100) -> list[Board]:
+    def due_boards(self, limit: int = 100, *, board_id: int | None = None) -> list[Board]:
+        """Boards whose clock is due (only ``board_id``, if given), the most overdue first."""
         query = (select(Board).where(Board.status == BoardStatus.ACTIVE,
                                      Board.clock_due_at <= self.now)
                  .order_by(Board.clock_due_at).limit(limit))
+        if board_id is not None:
+            query = query.where(Board.id == board_id)
         if self.session.get_bind().dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)
         return list(self.session.scalars(query))
+
+    def postpone_clock(self, board_id: int, delay: timedelta) -> None:
+        """Look at a board's clock again only after ``delay`` (its check failed)."""
+        self.session.execute(update(Board).where(Board.id == board_id)
+                             .values(clock_due_at=self.now + delay))
 
     # -- vacations --------------------------------------------------------------------------
     def vacation(self, user: User, days: int | None) -> Vacation | None:
