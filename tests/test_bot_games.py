@@ -24,6 +24,7 @@ from pbmserv.db.session import Database
 from pbmserv.games import get_engine
 from pbmserv.server import Server
 from pbmserv.service.bot_turns import due_turns
+from pbmserv.service.consent import BOT_BOARDS_PER_PLAYER
 from tests.conftest import Mailer, free_port, make_mail, read_maildir, text_of
 from tests.test_clocks import clock_mails, time_passes
 
@@ -238,6 +239,8 @@ def test_help_bots(mailer: Mailer) -> None:
     assert "bot1 quick: at most 0.25 s of thought a move" in text
     assert "bot3 strong: at most 3 s of thought a move" in text
     assert "a bot always lets you take back your last move" in text
+    assert (f"at most {BOT_BOARDS_PER_PLAYER} boards against the bots at once"
+            in text)
     assert "bots" in flat(mailer.reply("help")).split("the topics")[1]
 
 
@@ -260,3 +263,32 @@ def test_the_server_runs_the_bots(db: Database, settings: Settings) -> None:
     finally:
         server.stop()
     assert {m["To"] for m in read_maildir(settings.maildir)} == {"alice@example.org"}
+
+
+def test_bots_play_people_only_and_not_without_end(mailer: Mailer, db: Database) -> None:
+    mailer.signup("alice")
+    assert "the bots play people, not each other" in flat(
+        mailer.reply("amoeba challenge bot1 bot3", sender="mallory@example.org"))
+    for _ in range(BOT_BOARDS_PER_PLAYER):
+        assert "Board" in mailer.send("honeydonuts challenge alice bot1")[0].subject
+    refused = flat(mailer.reply("exnihilo challenge bot2 alice", sender="mallory@example.org"))
+    assert f"alice plays {BOT_BOARDS_PER_PLAYER} boards against the bots already" in refused
+    with db.transaction() as s:
+        assert s.scalar(select(func.count()).select_from(Board)) == BOT_BOARDS_PER_PLAYER
+
+
+def test_a_board_the_bot_cannot_play_keeps_no_other_waiting(
+        mailer: Mailer, db: Database, settings: Settings) -> None:
+    mailer.signup("alice", "bob")
+    mailer.send("honeydonuts challenge bot1 alice")
+    mailer.send("honeydonuts challenge bot1 bob", sender="bob@example.org")
+    with db.transaction() as s:  # board 101 is broken: its position cannot be read
+        broken = s.scalar(select(Board).where(Board.number == 101))
+        assert broken is not None
+        broken.position = "not a position"
+    loop = BotLoop(db, settings)
+    assert loop.once() == 1  # board 102 is played
+    assert board_row(db, "honeydonuts", 102).ply == 1
+    assert list(loop.failing) == [board_row(db, "honeydonuts", 101).id]
+    assert loop.once() == 0  # the broken board waits before it is tried again
+    assert loop.failing[board_row(db, "honeydonuts", 101).id][0] == 1

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 
-from pbmserv.db.base import Base
-from pbmserv.db.migrate import upgrade
-from pbmserv.db.models import Board
+from pbmserv.db.base import Base, utcnow
+from pbmserv.db.migrate import downgrade, upgrade
+from pbmserv.db.models import Board, BoardPlayer, Move
 from pbmserv.db.session import Database
 from pbmserv.db.status import BoardStatus, RequestKind
 
@@ -37,14 +37,32 @@ def carry_over_old_boards(url: str) -> None:
                 " winner, result, offer_by, created_at, updated_at) VALUES ('honeydonuts', :n,"
                 " '', 'p', 0, 0, :f, NULL, NULL, :o, :t, :t)"),
                 {"n": number, "f": finished, "o": offer, "t": now})
+        # players and a move: the rebuilt tables keep what points at them
+        conn.execute(text("INSERT INTO board_players (board_id, seat, user_id) "
+                          "SELECT b.id, u.id - 1, u.id FROM boards b, users u"))
+        conn.execute(text("INSERT INTO moves (board_id, ply, seat, notation, comment, "
+                          "created_at) SELECT id, 1, 0, 'a1-a2', '', :t FROM boards"),
+                     {"t": now})
+    before = utcnow()
     upgrade(db)
     with db.transaction() as s:
         boards = {b.number: b for b in s.scalars(select(Board))}
+        assert {(p.board_id, p.seat) for p in s.scalars(select(BoardPlayer))} == {
+            (b.id, seat) for b in boards.values() for seat in (0, 1)}
+        assert s.scalar(select(func.count()).select_from(Move)) == 2
     assert boards[101].status is BoardStatus.FINISHED and boards[101].clock_due_at is None
     assert boards[102].status is BoardStatus.ACTIVE
     assert (boards[102].request_kind, boards[102].request_by) == (RequestKind.DRAW, 1)
-    assert boards[102].turn_started_at == boards[102].updated_at
-    assert boards[102].clock_due_at == boards[102].updated_at  # looked at by the clock at once
+    # no clock ran before: it starts at the upgrade, not at the last move (20 days ago)
+    assert boards[102].turn_started_at >= before
+    assert boards[102].clock_due_at == boards[102].turn_started_at  # looked at at once
+    # and back to the oldest schema and up again, the rows kept
+    downgrade(db, "0002")
+    upgrade(db)
+    with db.transaction() as s:
+        assert s.scalar(select(func.count()).select_from(BoardPlayer)) == 4
+        assert s.scalar(select(func.count()).select_from(Move)) == 2
+        assert {b.number for b in s.scalars(select(Board))} == {101, 102}
     db.dispose()
 
 

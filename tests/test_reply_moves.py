@@ -75,13 +75,32 @@ def test_a_forged_or_foreign_address_is_refused(mailer: Mailer, db: Database) ->
     mail = start(mailer)
     assert mail.reply_to is not None
     local, _, domain = mail.reply_to.partition("@")
-    forged = local.replace("m1-", "m2-") + "@" + domain
+    forged = local.replace("m1t0-", "m2t0-") + "@" + domain
     out = reply(mailer, forged, "a1-a2")
     assert "did not give out" in flat(out[0].body)
-    other = reply(mailer, "pbmserv+b1u1m1-aaaaaaaaaaaaaaaa@localhost", "a1-a2")
+    other = reply(mailer, "pbmserv+b1u1m1t0-aaaaaaaaaaaaaaaa@localhost", "a1-a2")
     assert "did not give out" in flat(other[0].body)
     with db.transaction() as s:
         assert s.scalar(select(Board.ply)) == 0
+
+
+def test_an_undo_voids_the_addresses_made_before_it(mailer: Mailer, db: Database) -> None:
+    """alice's address for move 3; bob's move 2 is taken back and played again: move 3
+    is asked again, and the old address (made before the undo) does not play it."""
+    first = start(mailer)
+    assert first.reply_to is not None
+    reply(mailer, first.reply_to, "a1-a2")
+    out = mailer.send("honeydonuts move 101 bob pw-bob e1-e2", sender="bob@example.org")
+    [old] = [m for m in out if m.to_addr == "alice@example.org"]
+    assert old.reply_to is not None
+    mailer.send("honeydonuts move 101 bob pw-bob undo", sender="bob@example.org")
+    mailer.send("honeydonuts move 101 alice pw-alice accept")
+    mailer.send("honeydonuts move 101 bob pw-bob e1-e2", sender="bob@example.org")
+    refused = reply(mailer, old.reply_to, "a2-b1")
+    assert "a move was taken back on board 101 since this reply address was made" in flat(
+        refused[0].body)
+    with db.transaction() as s:
+        assert s.scalar(select(Board.ply)) == 2
 
 
 def test_move_words_and_whole_commands_by_reply(mailer: Mailer, db: Database) -> None:

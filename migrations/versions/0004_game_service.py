@@ -7,6 +7,7 @@ Create Date: 2026-11-22 11:00:00
 """
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from alembic import op
@@ -51,10 +52,16 @@ def upgrade() -> None:
     op.execute(boards.update().where(boards.c.finished.is_(True)).values(status="finished"))
     op.execute(boards.update().where(boards.c.offer_by.is_not(None))
                .values(request_kind="draw", request_by=boards.c.offer_by))
-    op.execute(boards.update().values(turn_started_at=boards.c.updated_at))
-    # every board still in play is looked at by the clock at once: it works out the rest
+    # the older server had no clocks: those of the boards in play start now (a board
+    # idle for a month must not be lost on time at the first look), and the clock looks
+    # at each at once to work out its first deadline
+    now = datetime.now(UTC)
+    if op.get_bind().dialect.name == "sqlite":
+        now = now.replace(tzinfo=None)
+    op.execute(boards.update().where(boards.c.finished.is_(True))
+               .values(turn_started_at=boards.c.updated_at))
     op.execute(boards.update().where(boards.c.finished.is_(False))
-               .values(clock_due_at=boards.c.updated_at))
+               .values(turn_started_at=now, clock_due_at=now))
     with op.batch_alter_table("boards", schema=None) as batch_op:
         batch_op.alter_column("turn_started_at", existing_type=TZ, nullable=False)
         batch_op.alter_column("position_version", server_default=None)

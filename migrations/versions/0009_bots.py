@@ -35,18 +35,20 @@ def upgrade() -> None:
     if connection.dialect.name == "sqlite":
         now = now.replace(tzinfo=None)
     for name in BOTS:
-        taken = connection.execute(sa.select(users.c.key).where(users.c.key == name)).first()
-        if taken is None:  # a person who took the name keeps it; that bot is missing
+        taken = connection.execute(sa.select(users.c.password_hash)
+                                   .where(users.c.key == name)).first()
+        if taken is None:
             op.execute(users.insert().values(key=name, userid=name, password_hash=NO_PASSWORD,
                                              email=f"{name}@bots.invalid", created_at=now,
                                              bot=name))
+        elif taken.password_hash == NO_PASSWORD:  # the bot itself, from before a downgrade
+            op.execute(users.update().where(users.c.key == name).values(bot=name))
+        # else a person took the name first and keeps it; that bot is missing
 
 
 def downgrade() -> None:
-    users = sa.table("users", sa.column("bot", sa.String()), sa.column("key", sa.String()),
-                     sa.column("closed_at", sa.DateTime(timezone=True)))
-    op.execute(users.update().where(users.c.bot.is_not(None))
-               .values(closed_at=sa.func.now(), key=users.c.key + "#bot"))
+    # the bot accounts stay, with their games: no password opens them, and an upgrade
+    # makes them bots again
     with op.batch_alter_table("users", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_users_bot"))
         batch_op.drop_column("bot")

@@ -11,7 +11,7 @@ from pbmserv.db import migrate
 
 @main.group()
 def db() -> None:
-    """The database schema: upgrade, current, history, stamp."""
+    """The database schema: upgrade, downgrade, current, history, stamp."""
 
 
 @db.command("upgrade")
@@ -25,6 +25,20 @@ def db_upgrade(settings: Settings) -> None:
     finally:
         database_.dispose()
     click.echo(f"database is up to date (revision {migrate.head()})")
+
+
+@db.command("downgrade")
+@click.argument("revision")
+@pass_settings
+def db_downgrade(settings: Settings, revision: str) -> None:
+    """Take the schema back to REVISION (see 'db history'), to run older code on it.
+    What the newer revisions added is lost: back the database up first."""
+    database_ = database(settings)
+    try:
+        migrate.downgrade(database_, revision)
+    finally:
+        database_.dispose()
+    click.echo(f"database downgraded to revision {revision}")
 
 
 @db.command("current")

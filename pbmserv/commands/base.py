@@ -13,7 +13,7 @@ from typing import ClassVar
 from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
-from pbmserv.db.models import User
+from pbmserv.db.models import Board, User
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.service.accounts import authenticate
 from pbmserv.service.errors import PlayerError
@@ -29,6 +29,8 @@ class Result:
 
     text: str
     subject: str | None = None
+    #: the board the reply shows, if one: a reader to move on it may answer by reply
+    board: Board | None = None
 
 
 @dataclass

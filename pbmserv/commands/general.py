@@ -20,6 +20,7 @@ from pbmserv.games import ENGINES, AnyEngine, get_engine
 from pbmserv.notifications.views import status_line
 from pbmserv.render import render
 from pbmserv.service.clock import VACATION_DAYS_PER_YEAR
+from pbmserv.service.consent import BOT_BOARDS_PER_PLAYER
 from pbmserv.service.errors import PlayerError
 
 #: help topics that are not commands or games: templates/help/<topic>.txt.j2
@@ -57,7 +58,8 @@ class Help(Command):
             return Result(game_help(engine), subject=f"{engine.title} help")
         if topic in TOPICS:
             return Result(render(f"help/{topic}.txt.j2", address=ctx.settings.address,
-                                 vacation_days=VACATION_DAYS_PER_YEAR, levels=LEVELS),
+                                 vacation_days=VACATION_DAYS_PER_YEAR, levels=LEVELS,
+                                 bot_boards=BOT_BOARDS_PER_PLAYER),
                           subject=f"pbmserv help {topic}")
         found = REGISTRY.get((False, topic)) or REGISTRY.get((True, topic))
         if found is None:

@@ -39,7 +39,7 @@ def board_result(ctx: Context, engine: AnyEngine, board: Board, user: User | Non
     return Result(
         render(template, engine=engine, board=board, notes=notes,
                summary=board_summary(ctx.session, engine, board), **context),
-        subject=board_subject(engine, board, new=new),
+        subject=board_subject(engine, board, new=new), board=board,
     )
 
 
@@ -142,6 +142,10 @@ def reply_move(ctx: Context, tag: str, text: str) -> Result:
     service = ctx.service
     service.seat_of(board, user)
     service.check_ply(board, token.ply)  # a late or repeated reply is refused
+    if token.takebacks != board.takebacks:
+        raise PlayerError(f"a move was taken back on board {board.number} since this reply "
+                          "address was made, so it no longer stands for a move; reply to "
+                          "the newest board mail instead", board=board)
     if at is not None:
         service.check_ply(board, at)
     ctx.logins += 1  # the address stood for the password

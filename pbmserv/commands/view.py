@@ -69,7 +69,7 @@ class Show(Command):
                 "commands/show_at.txt.j2", engine=engine, board=board, ply=at,
                 diagram=diagram(engine, position_at(ctx.session, engine, board, at)),
             )
-        return Result(text, subject=f"{engine.title} Board {board.number}")
+        return Result(text, subject=f"{engine.title} Board {board.number}", board=board)
 
 
 @command

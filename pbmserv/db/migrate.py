@@ -9,6 +9,8 @@ database whose schema is newer than this code knows is never touched.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -106,17 +108,62 @@ def _lock(connection: Connection) -> None:
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
 
 
+@contextmanager
+def _migrating(db: Database) -> Iterator[Connection]:
+    """A connection in a transaction for migrations, one process at a time.
+
+    SQLite's foreign keys are off while it lasts: a batch migration rebuilds a table
+    (copy, drop, rename) that other tables' rows point at, and dropping it would fail.
+    They are turned off before the transaction (inside one SQLite ignores the
+    pragma), checked at its end (a broken reference rolls it all back), and turned on
+    again before the connection goes back to the pool.
+    """
+    with db.engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            _pragma(connection, "PRAGMA foreign_keys=OFF")
+        try:
+            with connection.begin():
+                _lock(connection)
+                yield connection
+                if sqlite:
+                    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+                    if broken:
+                        raise SchemaError(f"the migration would break references: {broken[:5]}")
+        finally:
+            if sqlite:
+                _pragma(connection, "PRAGMA foreign_keys=ON")
+
+
+def _pragma(connection: Connection, statement: str) -> None:
+    """Run a pragma on the driver's connection itself, outside any transaction."""
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute(statement)
+    finally:
+        cursor.close()
+
+
 def upgrade(db: Database, revision: str = "head") -> None:
     """Migrate the schema to ``revision`` (nothing to do if it is there), one process
     at a time; refuses a schema newer than this code."""
     cfg = alembic_config(db)
-    with db.engine.begin() as connection:
-        _lock(connection)
+    with _migrating(db) as connection:
         found = _current(connection)
         if found is not None and not _known(found):
             raise newer_error(found)
         cfg.attributes["connection"] = connection
         command.upgrade(cfg, revision)
+
+
+def downgrade(db: Database, revision: str) -> None:
+    """Take the schema back to ``revision`` (before installing older code)."""
+    if not _known(revision):
+        raise SchemaError(f"there is no revision {revision!r}; see 'pbmserv db history'")
+    cfg = alembic_config(db)
+    with _migrating(db) as connection:
+        cfg.attributes["connection"] = connection
+        command.downgrade(cfg, revision)
 
 
 def ensure(db: Database) -> str:

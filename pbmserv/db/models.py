@@ -94,6 +94,8 @@ class Board(Base):
     watchers: Mapped[int] = mapped_column(default=0)
     #: how many conditional moves wait on the board (likewise)
     queued: Mapped[int] = mapped_column(default=0)
+    #: how many moves were ever taken back (a reply address made before one is void)
+    takebacks: Mapped[int] = mapped_column(default=0)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 

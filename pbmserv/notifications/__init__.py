@@ -152,12 +152,13 @@ class Notifier:
                    html=None if html is None else self.scrub(html))
         self.queued += 1
 
-    def _reply_address(self, board: Board, user: User) -> str | None:
+    def reply_address(self, board: Board, user: User) -> str | None:
         """The move-by-reply address for ``user`` if the board waits for their move."""
-        if board.finished or player_of(board, board.to_move).id != user.id:
+        if board.finished or user.bot is not None or player_of(board, board.to_move).id != user.id:
             return None
         secret = server_secret(self.session, self.settings.secret)
-        token = make_token(secret, ReplyToken(board.id, user.id, board.ply + 1))
+        token = make_token(secret, ReplyToken(board.id, user.id, board.ply + 1,
+                                               board.takebacks))
         return subaddress(self.settings.address, token)
 
     def notify(self, events: Iterable[Event]) -> int:
@@ -221,7 +222,7 @@ class Notifier:
             chosen = choices.get(user.id)
             if chosen is not None and chosen.digest is not DigestMode.OFF and not paired:
                 continue  # their digest tells them
-            reply_to = self._reply_address(board, user)
+            reply_to = self.reply_address(board, user)
             mine = notes_for(notes, user)
             parts = {"new": new, "notes": mine, "comments": comments,
                      "by_reply": reply_to is not None, "example": engine.move_forms[0]}
@@ -241,7 +242,7 @@ class Notifier:
         if user.email.lower() in self.skip or board.finished or user.bot is not None:
             return
         subject = render("subjects/nag.txt.j2", engine=engine, board=board, userid=user.userid)
-        reply_to = self._reply_address(board, user)
+        reply_to = self.reply_address(board, user)
         body = render("nag.txt.j2", engine=engine, board=board, userid=user.userid,
                       event=event, summary=board_summary(self.session, engine, board),
                       by_reply=reply_to is not None, example=engine.move_forms[0])

@@ -25,6 +25,7 @@ from pbmserv.notifications import Notifier
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.notifications.views import board_summary
 from pbmserv.render import render
+from pbmserv.service.boards import engine_of, player_of
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import GameService
 from pbmserv.service.throttle import record_failure
@@ -43,6 +44,8 @@ class Section:
     ok: bool
     text: str
     subject: str
+    #: the board the section shows, if one
+    board: Board | None = None
 
 
 def quote_head(line: str) -> str:
@@ -73,7 +76,7 @@ def run_line(ctx: Context, line: str) -> Section:
         with ctx.session.begin_nested():
             result: Result = cmd.run(ctx, inv)
         return Section(cmd.masked(inv), True, result.text,
-                       result.subject or f"pbmserv: {inv.verb}")
+                       result.subject or f"pbmserv: {inv.verb}", result.board)
     except PlayerError as exc:
         if cmd is not None and inv is not None and (ctx.logins > logins_before
                                                     or not cmd.secrets(inv)):
@@ -99,7 +102,7 @@ def refusal(ctx: Context, exc: PlayerError, quoted: str, usage: str | None) -> S
         subject = f"{engine.title} Board {exc.board.number} Error"
     else:
         subject = "pbmserv: error"
-    return Section(quoted, False, text, subject)
+    return Section(quoted, False, text, subject, exc.board)
 
 
 def run_reply(ctx: Context, tag: str, move: str) -> Section:
@@ -109,7 +112,8 @@ def run_reply(ctx: Context, tag: str, move: str) -> Section:
     try:
         with ctx.session.begin_nested():
             result = reply_move(ctx, tag, move)
-        return Section(quoted, True, result.text, result.subject or "pbmserv: move")
+        return Section(quoted, True, result.text, result.subject or "pbmserv: move",
+                       result.board)
     except PlayerError as exc:
         return refusal(ctx, exc, quoted, None)
 
@@ -124,7 +128,20 @@ def board_reply_section(ctx: Context, game: str, number: int) -> Section:
     summary = board_summary(ctx.session, engine, board) if board is not None else None
     text = render("board_reply.txt.j2", engine=engine, number=number, board=board,
                   summary=summary)
-    return Section("", False, text, f"{engine.title} Board {number}: how to move")
+    return Section("", False, text, f"{engine.title} Board {number}: how to move", board)
+
+
+def _reply_address(notifier: Notifier, sections: list[Section],
+                   reader: str) -> tuple[str | None, str]:
+    """The move-by-reply address for the reply, and a move to show as an example: when
+    the reply shows one board and its reader is the player to move there."""
+    board = sections[0].board if len(sections) == 1 else None
+    if board is None or board.finished:
+        return None, ""
+    mover = player_of(board, board.to_move)
+    if mover.email.lower() != reader.lower():
+        return None, ""
+    return notifier.reply_address(board, mover), engine_of(board).move_forms[0]
 
 
 def handle(session: Session, settings: Settings, inbound_id: int,
@@ -154,15 +171,17 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     else:
         failed = sum(not s.ok for s in sections)
         subject = f"pbmserv: {len(sections)} commands" + (f", {failed} refused" if failed else "")
-    body = render("reply.txt.j2", sections=sections, settings=settings)
 
     def scrub(text: str) -> str:  # the last guard: no password of this mail goes out
         return mask_words(text, ctx.passwords)
 
-    queue_mail(session, settings, to=mail.reply_to, subject=scrub(subject), body=scrub(body),
-               inbound_id=inbound_id, in_reply_to=mail.message_id)
     notifier = Notifier(session, settings, inbound_id=inbound_id,
                         skip_addresses=(mail.reply_to,), scrub=scrub)
+    reply_to, example = _reply_address(notifier, sections, mail.reply_to)
+    body = render("reply.txt.j2", sections=sections, settings=settings,
+                  by_reply=reply_to is not None, example=example)
+    queue_mail(session, settings, to=mail.reply_to, subject=scrub(subject), body=scrub(body),
+               inbound_id=inbound_id, in_reply_to=mail.message_id, reply_to=reply_to)
     queued = 1 + notifier.notify(ctx.service.events)
     # what was asked is logged by verb only: command lines may hold passwords
     log.info("message %s from %s: %s; %d mail(s) queued", inbound_id, mail.reply_to,

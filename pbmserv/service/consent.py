@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sqlalchemy import delete, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from pbmserv.db.models import Board, BoardPlayer, ChallengePolicy, ChallengeRule, User
 from pbmserv.db.status import BoardStatus
 from pbmserv.service.errors import PlayerError
+
+#: the most boards one person plays against the bots at once
+BOT_BOARDS_PER_PLAYER = 10
 
 
 def policy(session: Session, user: User, game: str) -> ChallengePolicy:
@@ -78,10 +81,38 @@ def active_boards(session: Session, user: User, game: str) -> int:
     ) or 0)
 
 
+def bot_boards(session: Session, user: User) -> int:
+    """The boards in play, of any game, on which ``user`` meets a bot."""
+    bot_player = aliased(BoardPlayer)
+    return int(session.scalar(
+        select(func.count(func.distinct(Board.id))).join(BoardPlayer)
+        .join(bot_player, bot_player.board_id == Board.id).join(User, User.id == bot_player.user_id)
+        .where(BoardPlayer.user_id == user.id, Board.status == BoardStatus.ACTIVE,
+               User.bot.is_not(None))
+    ) or 0)
+
+
+def check_bots(session: Session, users: Sequence[User]) -> None:
+    """The bots take challenges from people only (a board of bots alone would burn the
+    server's CPU for nobody), and at most BOT_BOARDS_PER_PLAYER boards at once with
+    any one person, so nobody can keep them busy for everyone else."""
+    people = [u for u in users if u.bot is None]
+    if len(people) == len(users):
+        return
+    if not people:
+        raise PlayerError("the bots play people, not each other: name yourself as one of "
+                          "the players")
+    for person in people:
+        if bot_boards(session, person) >= BOT_BOARDS_PER_PLAYER:
+            raise PlayerError(f"{person.userid} plays {BOT_BOARDS_PER_PLAYER} boards against "
+                              "the bots already, the most at once; finish one first")
+
+
 def check_consent(session: Session, game: str, users: Sequence[User]) -> None:
     """Refuse a new board that one of its players does not take."""
     if len({u.id for u in users}) < len(users):
         raise PlayerError("a player cannot play against themselves")
+    check_bots(session, users)
     ids = [u.id for u in users]
     # players who never said anything take everyone's challenges: one read finds that
     policies = {p.user_id: p for p in session.scalars(

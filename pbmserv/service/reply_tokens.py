@@ -4,7 +4,8 @@ player and the move asked of them, signed with the server's secret.
 A reply to such an address is that player's move on that board, without userid
 or password; the signature makes the token impossible to forge, and the move
 number makes it good for one move only (a late or repeated reply is refused like
-a wrong ``#n``).
+a wrong ``#n``); the board's count of moves taken back makes it void once a move is
+taken back, even when the same move number comes round again.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from sqlalchemy.orm import Session
 from pbmserv.db.models import ServerSecret
 
 SECRET_NAME = "reply-tokens"
-_TOKEN = re.compile(r"b([0-9]{1,10})u([0-9]{1,10})m([0-9]{1,10})-([a-z2-7]{16})")
+_TOKEN = re.compile(
+    r"b([0-9]{1,10})u([0-9]{1,10})m([0-9]{1,10})t([0-9]{1,10})-([a-z2-7]{16})")
 _SECRETS: dict[str, bytes] = {}
 
 
@@ -31,6 +33,8 @@ class ReplyToken:
     user_id: int
     #: the number of the move the board mail asked for
     ply: int
+    #: the board's count of moves taken back when the address was made
+    takebacks: int
 
 
 def server_secret(session: Session, configured: str | None) -> bytes:
@@ -58,7 +62,7 @@ def _mac(secret: bytes, payload: str) -> str:
 
 
 def make_token(secret: bytes, token: ReplyToken) -> str:
-    payload = f"b{token.board_id}u{token.user_id}m{token.ply}"
+    payload = f"b{token.board_id}u{token.user_id}m{token.ply}t{token.takebacks}"
     return f"{payload}-{_mac(secret, payload)}"
 
 
@@ -68,9 +72,9 @@ def read_token(secret: bytes, text: str) -> ReplyToken | None:
     if found is None:
         return None
     payload = text.strip().lower().rpartition("-")[0]
-    if not hmac.compare_digest(_mac(secret, payload), found.group(4)):
+    if not hmac.compare_digest(_mac(secret, payload), found.group(5)):
         return None
-    board_id, user_id, ply = (int(found.group(i)) for i in (1, 2, 3))
-    if max(board_id, user_id, ply) >= 2**31:
+    board_id, user_id, ply, takebacks = (int(found.group(i)) for i in (1, 2, 3, 4))
+    if max(board_id, user_id, ply, takebacks) >= 2**31:
         return None
-    return ReplyToken(board_id, user_id, ply)
+    return ReplyToken(board_id, user_id, ply, takebacks)
