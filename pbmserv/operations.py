@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import ColumnElement, delete, func, or_, select, text, update
 
 from pbmserv.commands.account import mail_reset_code
 from pbmserv.config import Settings
@@ -250,7 +250,7 @@ def retry(db: Database, outbox_id: int | None = None) -> int:
     """Make a pending or failed outgoing mail (every one, if ``outbox_id`` is None) due
     at once, its back-off forgotten; returns how many."""
     query = update(OutboxMessage).where(
-        OutboxMessage.status.in_((OutboxStatus.PENDING, OutboxStatus.FAILED)))
+        OutboxMessage.status.in_((OutboxStatus.PENDING, OutboxStatus.FAILED)), _not_sending())
     if outbox_id is not None:
         _outbox_row(db, outbox_id, "retried")
         query = query.where(OutboxMessage.id == outbox_id)
@@ -266,19 +266,29 @@ def discard(db: Database, outbox_id: int) -> None:
     _outbox_row(db, outbox_id, "discarded")
     with db.transaction() as session:
         session.execute(update(OutboxMessage)
-                        .where(OutboxMessage.id == outbox_id)
+                        .where(OutboxMessage.id == outbox_id, _not_sending())
                         .values(status=OutboxStatus.DISCARDED, leased_by=None)
                         .execution_options(synchronize_session=False))
 
 
+def _not_sending() -> ColumnElement[bool]:
+    """Rows no sender holds now: one that does may be sending the mail this instant,
+    and a row changed under it would be sent again (or sent though discarded)."""
+    return or_(OutboxMessage.leased_by.is_(None), OutboxMessage.next_attempt_at <= utcnow())
+
+
 def _outbox_row(db: Database, outbox_id: int, verb: str) -> None:
     with db.reading() as session:
-        found = session.scalar(select(OutboxMessage.status)
-                               .where(OutboxMessage.id == outbox_id))
+        found = session.execute(select(OutboxMessage.status, _not_sending())
+                                .where(OutboxMessage.id == outbox_id)).first()
     if found is None:
         raise PlayerError(f"there is no outgoing mail {outbox_id}")
-    if found not in (OutboxStatus.PENDING, OutboxStatus.FAILED):
-        raise PlayerError(f"outgoing mail {outbox_id} is {found}: it cannot be {verb}")
+    status, idle = found
+    if status not in (OutboxStatus.PENDING, OutboxStatus.FAILED):
+        raise PlayerError(f"outgoing mail {outbox_id} is {status}: it cannot be {verb}")
+    if not idle:
+        raise PlayerError(f"outgoing mail {outbox_id} is being sent right now: it cannot be "
+                          f"{verb}; look again with 'pbmserv outbox list' in a few minutes")
 
 
 def send_now(db: Database, settings: Settings) -> int:

@@ -200,6 +200,27 @@ def test_outbox_retry_and_discard(mailer: Mailer, settings: Settings, db: Databa
     assert "discarded" in cli(settings, "outbox", "list", "--status", "discarded").output
 
 
+def test_a_mail_being_sent_is_neither_retried_nor_discarded(
+        mailer: Mailer, settings: Settings, db: Database) -> None:
+    """A sender holds it (a slow relay): changed under it, it would go out twice."""
+    mailer.signup("alice", "bob")
+    held, free = [m.id for m in outbox(db)]
+    with db.transaction() as s:
+        s.execute(update(OutboxMessage).where(OutboxMessage.id == held)
+                  .values(leased_by="another-sender", next_attempt_at=utcnow() + timedelta(
+                      minutes=2)))
+        s.execute(update(OutboxMessage).where(OutboxMessage.id == free)
+                  .values(next_attempt_at=utcnow() + timedelta(hours=1)))
+    for verb, done in (("retry", "retried"), ("discard", "discarded")):
+        refused = cli(settings, "outbox", verb, str(held))
+        assert refused.exit_code == 1
+        assert f"is being sent right now: it cannot be {done}" in refused.output
+    assert cli(settings, "outbox", "retry", "--all").output == "queued 1 mail(s) again; sent 1\n"
+    rows = {m.id: m for m in outbox(db)}
+    assert rows[held].leased_by == "another-sender" and rows[held].status == OutboxStatus.PENDING
+    assert rows[free].status == OutboxStatus.SENT
+
+
 # -- status ---------------------------------------------------------------------------------
 def test_status_tells_the_truth(mailer: Mailer, settings: Settings, db: Database) -> None:
     mailer.signup("alice")

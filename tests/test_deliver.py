@@ -53,9 +53,20 @@ def test_a_database_that_is_down_keeps_the_mail() -> None:
     assert "could not store the message: cannot reach the database server" in result.output
 
 
-def test_a_wrong_command_line_keeps_the_mail() -> None:
-    result = CliRunner().invoke(main, ["deliver", "--bogus"], input=make_mail("help"))
+@pytest.mark.parametrize("argv", [
+    ["deliver", "--bogus"],
+    ["--confg", "/etc/pbmserv/pbmserv.toml", "deliver"],  # a misspelt option of the group
+    ["--log-level", "verbose", "deliver"],  # a bad value
+    ["delivr", "--sender", "alice@example.org"],  # a misspelt command
+])
+def test_a_wrong_command_line_keeps_the_mail(argv: list[str]) -> None:
+    result = CliRunner().invoke(main, argv, input=make_mail("help"))
     assert result.exit_code == EX_TEMPFAIL
+
+
+def test_a_wrong_command_line_elsewhere_is_a_usage_error() -> None:
+    assert CliRunner().invoke(main, ["--confg", "x", "status"]).exit_code == 2
+    assert CliRunner().invoke(main, ["stauts"]).exit_code == 2
 
 
 def test_a_schema_newer_than_the_code_stores_but_does_not_process(settings: Settings,

@@ -117,6 +117,7 @@ alias_database =
 local_recipient_maps =
 # the game domain: addresses Postfix knows, handed on as the transport map says
 relay_domains = games.test
+recipient_delimiter = +
 relay_recipient_maps = hash:{root}/lmtp/pbmserv_recipients, hash:{root}/pipe/pbmserv_recipients
 transport_maps = hash:{root}/lmtp/pbmserv_transport, hash:{root}/pipe/pbmserv_transport,
     hash:{root}/etc/players
@@ -303,6 +304,13 @@ def test_postfix_delivers_by_lmtp(postfix: Instance, sink: tuple[Sink, int]) -> 
         queue_id = sent.rsplit("queued as ", 1)[1].strip()
         wait_for(lambda: f"{queue_id}: to=<alice@example.org>" in postfix.log(),
                  lambda: f"{queue_id} not in Postfix's log:\n" + postfix.log())
+        # a move-by-reply address (pbmserv+TOKEN@...) reaches pbmserv through the maps
+        # (recipient_delimiter): a forged token gets its answer, not a bounce
+        with smtplib.SMTP("127.0.0.1", postfix.port) as client:
+            client.sendmail("carol@example.org", ["pbmserv+b1u1m1t0-aaaaaaaaaaaaaaaa@games.test"],
+                            make_mail("e4", sender="carol@example.org"))
+        wait_for(lambda: bool(keeper.to("carol@example.org")),
+                 lambda: "no answer to the reply address:\n" + postfix.log())
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -10,11 +10,12 @@ traceback.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar, cast
@@ -30,6 +31,8 @@ from pbmserv.service.errors import PlayerError
 #: exit statuses (sysexits.h): the MTA keeps the mail and retries / refuses it for good
 EX_TEMPFAIL = 75
 EX_UNAVAILABLE = 69
+#: how like 'deliver' a word must be to be taken for a misspelling of it
+DELIVER_LIKE = 0.75
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -93,8 +96,25 @@ class App:
             setup_logging(self.loaded.log_level)
 
 
+def _delivering(args: Sequence[str]) -> bool:
+    """Whether a command line is meant as ``deliver`` (misspelt too): an MTA's pipe."""
+    return any(arg == "deliver" or difflib.SequenceMatcher(None, arg, "deliver").ratio()
+               >= DELIVER_LIKE for arg in args if not arg.startswith("-"))
+
+
 class Main(click.Group):
     """The group: an error its commands do not handle is shown in one line."""
+
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **extra: Any) -> Any:
+        """A command line the MTA's pipe got wrong (a misspelt option or command in
+        master.cf) exits 75, not click's 2: the MTA keeps the mail, never bounces it."""
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            return super().main(argv, *rest, **extra)
+        except SystemExit as exc:
+            if exc.code == click.UsageError.exit_code and _delivering(argv):
+                hard_exit(EX_TEMPFAIL)
+            raise
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
