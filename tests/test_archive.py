@@ -119,6 +119,9 @@ def test_export_import_export_is_identical_as_text(mailer: Mailer, db: Database,
     text = round_trip(settings.database_url, empty_url, "text", tmp_path)
     assert '[Event "Cup"]' in text and '[Round "3"]' in text
     assert '[Termination "declined"]' in text and '[Termination "time"]' in text
+    # a declined board has no result: "*", as history says (not a draw)
+    [declined] = [g for g in text.split("\n\n[Event") if '"declined"' in g]
+    assert '[Result "*"]' in declined and declined.rstrip().endswith("*")
     flat = " ".join(text.split())
     assert "{Braces {like\\u007d these\\nand a \\u007d}" in flat
     assert "2. c1-d3 {[%ts " in flat and " [%then f1-g1]}" in flat
@@ -169,6 +172,8 @@ def test_export_import_export_is_identical_as_json(mailer: Mailer, db: Database,
     assert first["moves"][0]["comment"] == "Braces {like} these\nand a }"
     assert first["ratings"] == [{"userid": "alice", "before": 1500.0, "after": 1662.31},
                                 {"userid": "bob", "before": 1500.0, "after": 1337.69}]
+    [declined] = [g for g in data if g["termination"] == "declined"]
+    assert (declined["result"], declined["winner"]) == ("*", None)
 
 
 def test_an_illegal_move_is_refused_with_its_number(mailer: Mailer, db: Database,

@@ -178,6 +178,8 @@ def _valid() -> str:
     (lambda t: t.replace('[Result "*"]', '[Result "1-0"]'), "disagree"),
     (lambda t: t.replace('[Result "*"]', '[Result "2-0"]'), "is not a result"),
     (lambda t: t.replace("unterminated", "boredom"), "disagree"),
+    (lambda t: t.replace('[Result "*"]', '[Result "1/2-1/2"]').replace(
+        "unterminated", "declined").replace("\n*", "\n1/2-1/2"), "has no result"),
     (lambda t: t.replace('[Result "*"]', '[Result "1-0"]').replace("unterminated", "boredom"),
      "Termination 'boredom' is none of"),
     (lambda t: t.replace("2024.05.01", "2024.05.02"), "Date '2024.05.02' disagrees"),

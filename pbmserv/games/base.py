@@ -47,6 +47,17 @@ class Termination(StrEnum):
     ADJUDICATION = "adjudication"
 
 
+#: endings that, without a winner, are no result at all (not a draw): never rated,
+#: written "*" in a game record
+NO_RESULT = frozenset({Termination.DECLINED, Termination.ABANDONED})
+
+
+def is_no_result(termination: Termination | None, winner: int | None) -> bool:
+    """Whether a game that ended so has no result: declined, or abandoned with no
+    winner."""
+    return termination in NO_RESULT and winner is None
+
+
 @dataclass(frozen=True)
 class Outcome:
     """How a game ended: ``winner`` is a seat (0 first player) or None for a draw."""

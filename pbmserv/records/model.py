@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pbmserv.games import AnyEngine, get_engine
-from pbmserv.games.base import Termination
+from pbmserv.games.base import Termination, is_no_result
 
 #: ends that the rules decide from the position, checked when a record is replayed
 RULE_TERMINATIONS = frozenset({
@@ -149,8 +149,9 @@ class GameRecord:
 
     @property
     def result(self) -> str:
-        """The PGN result: "1-0", "0-1", "1/2-1/2", or "*" while the game runs."""
-        if self.termination is None:
+        """The PGN result: "1-0", "0-1", "1/2-1/2", or "*" while the game runs and
+        for a game that ended with no result (declined, abandoned with no winner)."""
+        if self.termination is None or is_no_result(self.termination, self.winner):
             return "*"
         if self.winner is None:
             return "1/2-1/2"

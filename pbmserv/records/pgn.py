@@ -53,7 +53,7 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from pbmserv.games.base import Termination
+from pbmserv.games.base import NO_RESULT, Termination
 from pbmserv.records.model import (
     GameRecord,
     RatingChange,
@@ -390,9 +390,13 @@ def _header(tags: dict[str, str], line: int) -> GameRecord:
         raise RecordError(f"{where}: the tag {missing[0]} is missing")
     finished, winner = winner_of(tags["Result"], len(engine.seats))
     kind = tags["Termination"]
-    if (kind == UNTERMINATED) == finished:
+    no_result = not finished and kind in NO_RESULT
+    if (kind == UNTERMINATED) == finished and not no_result:
         raise RecordError(f"{where}: Result {tags['Result']} and Termination {kind} disagree "
                           f"(a running game is \"*\" and \"{UNTERMINATED}\")")
+    if finished and kind in NO_RESULT and winner is None:
+        raise RecordError(f"{where}: a game that ended {kind} with no winner has no result: "
+                          "Result \"*\"")
     try:
         termination = None if kind == UNTERMINATED else Termination(kind)
     except ValueError:

@@ -17,10 +17,10 @@ from pbmserv.db.models import (
     User,
 )
 from pbmserv.db.status import BoardStatus
-from pbmserv.games.base import Termination
+from pbmserv.games.base import NO_RESULT, Termination
 from pbmserv.ratings import format_change
 from pbmserv.service.boards import engine_of, player_of
-from pbmserv.service.ratings import NO_RESULT, after_of, before_of, no_result
+from pbmserv.service.ratings import after_of, before_of, no_result
 
 #: the most boards a history lists
 HISTORY_LIMIT = 100

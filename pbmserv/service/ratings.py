@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import Board, BoardRating, PlayerRating, User
-from pbmserv.games.base import Termination
+from pbmserv.games.base import is_no_result
 from pbmserv.ratings import Rating, age, format_change, rate_game
 
 DAY_SECONDS = 86400.0
@@ -45,14 +45,10 @@ class Ranked:
     rated_at: datetime
 
 
-#: endings that, without a winner, are no result at all (not a draw)
-NO_RESULT = (Termination.DECLINED, Termination.ABANDONED)
-
-
 def no_result(board: Board) -> bool:
     """Whether a finished board ended with no result: declined, or abandoned with no
     winner."""
-    return board.termination in NO_RESULT and board.winner is None
+    return is_no_result(board.termination, board.winner)
 
 
 def first_score(board: Board) -> float | None:
