@@ -122,3 +122,19 @@ def test_mail_preferences_by_mail(mailer: Mailer) -> None:
     assert "a whole hour from 0 to 23" in mailer.reply("notify alice pw-alice digest daily 25")
     assert "write 'html on'" in flat(mailer.reply("notify alice pw-alice sometimes"))
     assert "a board mail for every move" in flat(mailer.reply("notify alice pw-alice digest off"))
+
+
+def test_a_digest_covers_boards_played_and_watched_boards_still_mail(
+        mailer: Mailer, db: Database) -> None:
+    """The digest lists the boards a player plays; a board they only watch, or a result
+    they asked to hear of, still comes as it happens."""
+    mailer.signup("alice", "bob", "carol")
+    mailer.reply("notify carol pw-carol digest daily")
+    mailer.reply("notify carol pw-carol on", sender="carol@example.org")
+    mailer.reply("honeydonuts challenge alice bob")
+    mailer.reply("honeydonuts subscribe 101 carol pw-carol", sender="carol@example.org")
+    out = mailer.send("honeydonuts move 101 alice pw-alice a1-a2")
+    assert sorted(m.to_addr for m in out) == [
+        "alice@example.org", "bob@example.org", "carol@example.org"]
+    out = mailer.send("honeydonuts resign 101 bob pw-bob", sender="bob@example.org")
+    assert "carol@example.org" in [m.to_addr for m in out]

@@ -218,10 +218,12 @@ class Notifier:
         watchers = self._watchers(board, finished, skip=not paired)
         choices = choices_of(self.session, watchers)
         drawn: dict[tuple[tuple[str, ...], bool], str] = {}
+        playing = {p.user_id for p in board.players}
         for user in watchers:
             chosen = choices.get(user.id)
-            if chosen is not None and chosen.digest is not DigestMode.OFF and not paired:
-                continue  # their digest tells them
+            if (chosen is not None and chosen.digest is not DigestMode.OFF and not paired
+                    and user.id in playing):
+                continue  # their digest tells them (it lists the boards they play)
             reply_to = self.reply_address(board, user)
             mine = notes_for(notes, user)
             parts = {"new": new, "notes": mine, "comments": comments,
