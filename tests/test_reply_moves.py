@@ -71,6 +71,48 @@ def test_a_reply_plays_the_move_with_its_comment(mailer: Mailer, db: Database) -
     assert "Your move e1-e2" in out[0].body
 
 
+@pytest.mark.parametrize("attribution", [
+    "On Sun, 22 Nov 2026 at 18:02, pbmserv <pbmserv+x@localhost> wrote:",
+    "On Sun, 22 Nov 2026 at 18:02, pbmserv\n<pbmserv+x@localhost> wrote:",  # wrapped
+    "Am 22.11.2026 um 18:02 schrieb pbmserv:",
+])
+def test_a_reply_written_below_the_quote(mailer: Mailer, db: Database,
+                                         attribution: str) -> None:
+    """Bottom posting (Thunderbird's and many a list reader's habit): the client's
+    attribution line, the quoted board mail, then the move and a comment."""
+    mail = start(mailer)
+    assert mail.reply_to is not None
+    body = (f"{attribution}\n> Summary of Honeydonuts Board 101\n> Red: alice\n\n"
+            "a1-a2\n\nYour turn!\n-- \nAlice\n")
+    out = mailer.send("Re: New Honeydonuts Board 101 alice", body, To=mail.reply_to)
+    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in out[0].body
+    [to_bob] = [m for m in out if m.to_addr == "bob@example.org"]
+    assert "alice writes:\n  Your turn!" in to_bob.body and "Alice\n" not in to_bob.body
+    with db.transaction() as s:
+        assert list(s.scalars(select(Move.notation))) == ["a1-a2"]
+
+
+def test_a_line_that_only_looks_like_an_attribution_is_no_move(mailer: Mailer) -> None:
+    mail = start(mailer)
+    assert mail.reply_to is not None
+    out = mailer.send("Re: New Honeydonuts Board 101 alice",
+                      "I think I wrote:\nnothing quoted here\n", To=mail.reply_to)
+    assert "has been played" not in out[0].body
+
+
+def test_a_reply_address_without_a_move_is_told_the_move_will_do(mailer: Mailer) -> None:
+    mail = start(mailer)
+    assert mail.reply_to is not None
+    out = mailer.send("Re: New Honeydonuts Board 101 alice", "Which move was that?\n",
+                      To=mail.reply_to)
+    text = flat(out[0].body)
+    assert "your move alone will do: reply again with just the move (a1-a2)" in text
+    plain = flat(mailer.send("Re: New Honeydonuts Board 101 alice",
+                             "Which move was that?\n")[0].body)
+    assert "your move alone will do" not in plain
+    assert "To move, write the command on the first line of the body" in plain
+
+
 def test_a_forged_or_foreign_address_is_refused(mailer: Mailer, db: Database) -> None:
     mail = start(mailer)
     assert mail.reply_to is not None

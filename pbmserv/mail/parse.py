@@ -140,13 +140,40 @@ def _reply_tag(msg: Message, own: tuple[str, ...]) -> str | None:
     return None
 
 
+#: the line a mail client writes above the text it quotes ("On ..., X wrote:"), in the
+#: languages clients most often use
+_ATTRIBUTION = re.compile(
+    r"\b(wrote|schrieb|a\s+écrit|escribió|scrisse|skrev|schreef|napisał|написал)\b"
+    r".{0,200}:\s*$", re.IGNORECASE)
+
+
+def _attribution_end(lines: list[str], i: int) -> int | None:
+    """If an attribution starts at line ``i`` (one line, or two when the client wrapped
+    it) and quoted text follows it, the index of its last line."""
+    for end in (i, i + 1):
+        if end < len(lines) and _ATTRIBUTION.search(lines[end][:400]):
+            rest = [line for line in lines[end + 1:end + 4] if line.strip()]
+            if rest and rest[0].lstrip().startswith(">"):
+                return end
+    return None
+
+
 def _find_reply_move(parsed: ParsedMail, body: str, is_command: Callable[[str], bool]) -> bool:
     """A reply to a move-by-reply address: its move is the first line of the body if
-    that is one word (not a command), else the Subject if that is one word."""
+    that is one word (not a command), else the Subject if that is one word.  Quoted
+    text and the client's line above it ("On ..., X wrote:") are passed over, so a
+    reply written below the quote is read too."""
     lines = body.split("\n")
+    skip_to = -1
     for i, line in enumerate(lines):
+        if i <= skip_to:
+            continue
         words = line.split()
         if not words or line.lstrip().startswith(">"):
+            continue
+        end = _attribution_end(lines, i)
+        if end is not None:
+            skip_to = end
             continue
         if len(words) == 1 and not is_command(words[0]) and line.rstrip() not in ("--", "-- "):
             parsed.reply_move = words[0]

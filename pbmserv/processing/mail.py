@@ -118,16 +118,18 @@ def run_reply(ctx: Context, tag: str, move: str) -> Section:
         return refusal(ctx, exc, quoted, None)
 
 
-def board_reply_section(ctx: Context, game: str, number: int) -> Section:
+def board_reply_section(ctx: Context, game: str, number: int, *,
+                        by_reply: bool = False) -> Section:
     """A reply to a board mail whose Subject was left as it was, with no command in
-    the body: how to answer with a move, and the board."""
+    the body: how to answer with a move (``by_reply``: it came to a move-by-reply
+    address, where the move alone will do), and the board."""
     engine = get_engine(game)
     assert engine is not None
     board = ctx.session.scalar(select(Board).where(Board.game == engine.name,
                                                    Board.number == number))
     summary = board_summary(ctx.session, engine, board) if board is not None else None
     text = render("board_reply.txt.j2", engine=engine, number=number, board=board,
-                  summary=summary)
+                  summary=summary, by_reply=by_reply)
     return Section("", False, text, f"{engine.title} Board {number}: how to move", board)
 
 
@@ -163,7 +165,8 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     else:
         sections = [run_line(ctx, line) for line in mail.commands]
     if mail.board_reply is not None and not sections:
-        sections = [board_reply_section(ctx, *mail.board_reply)]
+        sections = [board_reply_section(ctx, *mail.board_reply,
+                                        by_reply=mail.reply_tag is not None)]
     if not sections:
         sections = [Section("", False, render("no_command.txt.j2"), "pbmserv: no command found")]
     if len(sections) == 1:
