@@ -156,6 +156,17 @@ def test_bots_grant_undo_and_answer_draws_by_their_rule(mailer: Mailer, db: Data
     assert loop.once() == 0  # alice's turn again
     alice_moves(mailer, db, "honeydonuts", rng)
     assert loop.once() == 1
+    # the usual case: the bot replied within seconds, then alice has second thoughts;
+    # her move and the bot's reply go back together
+    replied = board_row(db, "honeydonuts")
+    assert (replied.ply, replied.to_move) == (4, 0)
+    mailer.send("honeydonuts move 101 alice pw-alice undo")
+    assert loop.once() == 1
+    back = board_row(db, "honeydonuts")
+    assert (back.ply, back.to_move, back.request_kind) == (2, 0, None)
+    assert back.position == after.position
+    alice_moves(mailer, db, "honeydonuts", rng)
+    assert loop.once() == 1
     # a draw offer: the bot agrees exactly when its rule says so
     board = board_row(db, "honeydonuts")
     engine = get_engine("honeydonuts")

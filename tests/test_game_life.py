@@ -47,11 +47,11 @@ def board_row(db: Database, number: int = 101, game: str = "honeydonuts") -> Boa
 def test_undo_by_consent_restores_the_exact_position(mailer: Mailer, db: Database) -> None:
     start(mailer)
     move(mailer, "alice", "a1-a2#1")
+    assert "you may take back your own last move only" in move(mailer, "bob", "undo")[0].body
     before = board_row(db)
     with db.transaction() as s:
         time_before = {p.seat: p.time_used for p in s.scalars(select(BoardPlayer))}
     move(mailer, "bob", "e1-e2#2")
-    assert "only the player who made the last move" in move(mailer, "alice", "undo")[0].body
     out = move(mailer, "bob", "undo", body="Oops, misclick.")
     asked = flat(to(out, "alice").body)
     assert "bob asks to take back their last move." in asked
@@ -76,6 +76,32 @@ def test_undo_by_consent_restores_the_exact_position(mailer: Mailer, db: Databas
     engine = get_engine("honeydonuts")
     assert engine is not None and start_pos.position == engine.serialize(engine.new())
     assert "has been played" in move(mailer, "alice", "a1-b1#1")[0].body
+
+
+def test_undo_after_the_answer_takes_back_both(mailer: Mailer, db: Database) -> None:
+    """Asked once the opponent has answered, an undo takes back the asker's move and the
+    answer to it; no further."""
+    start(mailer)
+    move(mailer, "alice", "a1-a2#1")
+    move(mailer, "bob", "e1-e2#2")
+    move(mailer, "alice", "a3-a2#3")
+    move(mailer, "bob", "e2-d3#4")
+    move(mailer, "bob", "undo")  # his own last move: that one only
+    move(mailer, "alice", "accept")
+    assert board_row(db).ply == 3
+    move(mailer, "bob", "e2-d2#4")
+    out = move(mailer, "alice", "undo")  # her a3-a2 and bob's answer e2-d2
+    assert "you may take back" not in out[0].body
+    out = move(mailer, "bob", "accept")
+    told = flat(to(out, "alice").body)
+    assert "Move 4 (e2-d2) was taken back" in told and "Move 3 (a3-a2) was taken back" in told
+    after = board_row(db)
+    assert (after.ply, after.to_move) == (2, 0)
+    with db.transaction() as s:
+        assert list(s.scalars(select(Move.notation).order_by(Move.ply))) == ["a1-a2", "e1-e2"]
+    engine = get_engine("honeydonuts")
+    assert engine is not None
+    assert after.position == engine.serialize(engine.play_all(engine.new(), ["a1-a2", "e1-e2"]))
 
 
 def test_undo_keeps_repetition_state(mailer: Mailer, db: Database) -> None:

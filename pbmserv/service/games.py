@@ -353,8 +353,12 @@ class GameService:
             if last is None:
                 raise PlayerError("there is no move to take back", board=board)
             if last.seat not in seats_of(board, user):
-                raise PlayerError("only the player who made the last move may ask to take "
-                                  "it back", board=board)
+                before = self.session.scalar(select(Move.seat).where(
+                    Move.board_id == board.id, Move.ply == board.ply - 1))
+                if before is None or before not in seats_of(board, user):
+                    raise PlayerError("you may take back your own last move only (with the "
+                                      "answer to it, if your opponent has answered)",
+                                      board=board)
         board.request_kind, board.request_by = kind, seat
         self._record(RequestMade(board.id, kind, seat, comment or None))
 
@@ -376,15 +380,18 @@ class GameService:
         if kind is RequestKind.DRAW:
             engine = engine_of(board)
             self.finish(board, engine.agreed_outcome(position_of(engine, board)))
-        else:
-            self._take_back(board)
+        else:  # the asker's last move goes back, and the answer to it if there is one
+            for _ in range(2):
+                if self._take_back(board) == by:
+                    break
 
     def _clear_request(self, board: Board) -> None:
         board.request_kind = board.request_by = None
 
-    def _take_back(self, board: Board) -> None:
+    def _take_back(self, board: Board) -> int:
         """The board exactly as before its last move: position, move list, ko and
-        repetition state, clocks (the mover's turn resumes where it stood)."""
+        repetition state, clocks (the mover's turn resumes where it stood).  Returns the
+        seat whose move it was."""
         engine = engine_of(board)
         move = last_move(self.session, board)
         assert move is not None
@@ -409,6 +416,7 @@ class GameService:
         self.session.flush()
         clock.schedule(self.session, board, self.now)
         self._record(MoveTakenBack(board.id, move.ply, move.seat, move.notation))
+        return move.seat
 
     # -- conditional moves ------------------------------------------------------------------
     def queue_of(self, board: Board, seat: int) -> list[QueuedMove]:
