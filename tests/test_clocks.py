@@ -82,6 +82,9 @@ def test_nags_then_loss_on_time(mailer: Mailer, db: Database, settings: Settings
     text = flat(nag.body)
     assert "you have not moved for 7 days" in text and "after 21 days, you lose" in text
     assert "Summary of Honeydonuts Board 101" in text
+    # the board drawn in the HTML part, as in every board mail
+    assert nag.html_body is not None and "<table" in nag.html_body
+    assert "you have not moved for 7 days" in " ".join(nag.html_body.split())
     assert clock_mails(db, settings) == []  # never twice
     time_passes(db, 7)
     [second] = clock_mails(db, settings)

@@ -47,7 +47,7 @@ from pbmserv.service.events import (
     RequestMade,
     TournamentEvent,
 )
-from pbmserv.service.mail_prefs import choices_of
+from pbmserv.service.mail_prefs import choices_of, wants_html
 from pbmserv.service.reply_tokens import ReplyToken, make_token, server_secret
 
 
@@ -239,6 +239,27 @@ class Notifier:
                 html = drawn[key]
             self._send(user, subject, body, reply_to=reply_to, html=html)
 
+    def reply_html(self, subject: str, body: str, board: Board | None,
+                   reader: str) -> str | None:
+        """The HTML part of the reply to a player's own mail when it shows one board:
+        its text with the board drawn in place of the text board (None: text only,
+        for a reader who said 'html off' or a reply that shows no board)."""
+        if board is None or not wants_html(self.session, reader):
+            return None
+        return self._drawn(subject, body, board)
+
+    def _drawn(self, subject: str, body: str, board: Board) -> str | None:
+        """A text mail that shows ``board``'s summary as HTML, the board drawn in place
+        of the text board (None if the text holds no summary of it)."""
+        engine = engine_of(board)
+        summary = board_summary(self.session, engine, board)
+        if summary not in body:
+            return None
+        before, after = body.split(summary, 1)
+        return html_mail(subject, render_html(
+            "reply.html.j2", before=before.rstrip("\n"), after=after.strip("\n"),
+            summary=board_summary_html(self.session, engine, board)))
+
     def _nag(self, engine: AnyEngine, board: Board, event: NagDue) -> None:
         user = player_of(board, event.seat)
         if user.email.lower() in self.skip or board.finished or user.bot is not None:
@@ -248,7 +269,10 @@ class Notifier:
         body = render("nag.txt.j2", engine=engine, board=board, userid=user.userid,
                       event=event, summary=board_summary(self.session, engine, board),
                       by_reply=reply_to is not None, example=engine.move_forms[0])
-        self._send(user, subject.strip(), body, reply_to=reply_to)
+        chosen = choices_of(self.session, [user]).get(user.id)
+        html = self._drawn(subject.strip(), body, board) if chosen is None or chosen.html \
+            else None
+        self._send(user, subject.strip(), body, reply_to=reply_to, html=html)
 
     def _chat(self, engine: AnyEngine, board: Board, event: ChatSent) -> None:
         writer = self.session.get(User, event.user_id)
