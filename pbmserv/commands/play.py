@@ -90,7 +90,8 @@ class MoveCommand(Command):
                "place of a move: 'resign'; 'propose' (offer to end the game by "
                "agreement); 'undo' (ask to take back your last move, with the answer "
                "to it if one came); 'accept' or 'reject' (answer your opponent's offer "
-               "or request); 'decline' (end a board you have not moved on, with no result). The body is your comment")
+               "or request); 'decline' (end a board you have not moved on, with no "
+               "result). The body is your comment")
     secret_args = (2,)
     min_args = 4
     max_args = 4
