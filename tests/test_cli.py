@@ -28,6 +28,11 @@ def test_rules_moves_prints_the_twelve_first_moves() -> None:
 def test_rules_perft_and_after_and_options() -> None:
     assert run("rules", "perft", "honeydonuts", "2").output.strip() == "144"
     assert run("rules", "perft", "honeydonuts", "4", "-o", "-simple").output.strip() == "22632"
+    # several options in one -o, or one -o each: the same (amoeba depth 1 counted by hand)
+    assert run("rules", "perft", "amoeba", "1", "-o", "-small -single -promote -opponent"
+               ).output.strip() == "189"
+    assert run("rules", "perft", "amoeba", "1", "-o", "-small", "-o", "-single", "-o",
+               "-promote", "-o", "-opponent").output.strip() == "189"
     after = run("rules", "moves", "honeydonuts", "--after", "a1-b1 c5-d4 b1-c2")
     assert after.exit_code == 0 and after.output == ""  # game over: no moves
     assert run("rules", "perft", "honeydonuts", "1", "--after", "a1-b1 c5-d4 b1-c2"

@@ -28,8 +28,15 @@ def _position(game: str, options: tuple[str, ...], after: str) -> tuple[AnyEngin
 
 
 _game_arg = click.argument("game")
-_option_opt = click.option("-o", "--option", "options", multiple=True,
-                           help="A challenge option, like -o -simple (repeatable).")
+def _split_options(_ctx: click.Context, _param: click.Parameter,
+                   value: tuple[str, ...]) -> tuple[str, ...]:
+    """-o -small -o -single and -o "-small -single" alike."""
+    return tuple(word for given in value for word in given.split())
+
+
+_option_opt = click.option("-o", "--option", "options", multiple=True, callback=_split_options,
+                           help='A challenge option, like -o -simple (repeatable, or several '
+                                'in one: -o "-small -single").')
 _after_opt = click.option("--after", default="", help='Moves played first: "a1-a2 e1-e2".')
 
 

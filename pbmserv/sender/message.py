@@ -69,7 +69,7 @@ def message_bytes(settings: Settings, row: OutboxMessage) -> bytes:
     if row.html_body is None:
         return _lines(headers + text_headers) + b"\n" + text
     # the text first, the HTML last: readers show the last part they can
-    boundary = f"=_pbmserv_{hashlib.sha1(row.message_id.encode()).hexdigest()[:24]}"
+    boundary = f"=_pbmserv_{hashlib.sha1(row.message_id.encode()).hexdigest()[:16]}"
     html = quopri.encodestring(row.html_body.encode("utf-8"))
     parts = (b"--" + boundary.encode() + b"\n" + _lines(text_headers) + b"\n" + text
              + b"\n--" + boundary.encode() + b"\n"
