@@ -47,7 +47,7 @@ from pbmserv.service.events import (
     RequestMade,
     TournamentEvent,
 )
-from pbmserv.service.mail_prefs import choices_of, wants_html
+from pbmserv.service.mail_prefs import MailChoice, choices_of, wants_html
 from pbmserv.service.reply_tokens import ReplyToken, make_token, server_secret
 
 
@@ -144,6 +144,19 @@ class Notifier:
         #: applied to every subject and body: the caller's last guard for passwords
         self.scrub = scrub
         self.queued = 0
+        #: users' mail choices read so far (None: the defaults)
+        self._choices: dict[int, MailChoice | None] = {}
+
+    def choices(self, users: Iterable[User]) -> dict[int, MailChoice]:
+        """The mail choices of ``users`` (those with the defaults are absent), each
+        read once per notifier."""
+        users = list(users)
+        unknown = [u for u in users if u.id not in self._choices]
+        if unknown:
+            found = choices_of(self.session, unknown)
+            for u in unknown:
+                self._choices[u.id] = found.get(u.id)
+        return {u.id: c for u in users if (c := self._choices[u.id]) is not None}
 
     def _send(self, user: User, subject: str, body: str, *,
               reply_to: str | None = None, html: str | None = None) -> None:
@@ -216,7 +229,7 @@ class Notifier:
         # a tournament pairs boards its players did not ask for: no reply carries them
         paired = any(isinstance(e, BoardCreated) and e.tournament for e in events)
         watchers = self._watchers(board, finished, skip=not paired)
-        choices = choices_of(self.session, watchers)
+        choices = self.choices(watchers)
         drawn: dict[tuple[tuple[str, ...], bool], str] = {}
         playing = {p.user_id for p in board.players}
         for user in watchers:
@@ -244,7 +257,15 @@ class Notifier:
         """The HTML part of the reply to a player's own mail when it shows one board:
         its text with the board drawn in place of the text board (None: text only,
         for a reader who said 'html off' or a reply that shows no board)."""
-        if board is None or not wants_html(self.session, reader):
+        if board is None:
+            return None
+        players = [p.user for p in board.players]
+        readers = [u for u in players if u.email.lower() == reader.lower()]
+        if readers:  # a player of the board (the usual case): their choice, by key
+            chosen = self.choices(players)  # the other players' too: their mails come next
+            if any(not chosen[u.id].html for u in readers if u.id in chosen):
+                return None
+        elif not wants_html(self.session, reader):
             return None
         return self._drawn(subject, body, board)
 
@@ -269,7 +290,7 @@ class Notifier:
         body = render("nag.txt.j2", engine=engine, board=board, userid=user.userid,
                       event=event, summary=board_summary(self.session, engine, board),
                       by_reply=reply_to is not None, example=engine.move_forms[0])
-        chosen = choices_of(self.session, [user]).get(user.id)
+        chosen = self.choices([user]).get(user.id)
         html = self._drawn(subject.strip(), body, board) if chosen is None or chosen.html \
             else None
         self._send(user, subject.strip(), body, reply_to=reply_to, html=html)
