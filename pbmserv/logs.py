@@ -78,6 +78,9 @@ def setup_logging(level: str, log_file: Path | None = None, syslog: bool = False
         handler.setFormatter(logging.Formatter(FORMAT))
         handlers.append(handler)
     if syslog:
+        if not Path(SYSLOG_SOCKET).is_socket():  # the handler would drop every line unseen
+            raise SettingsError(f"syslog: cannot reach {SYSLOG_SOCKET}: there is no syslog "
+                                "socket (is a syslog daemon or journald running?)")
         try:
             handler = logging.handlers.SysLogHandler(
                 SYSLOG_SOCKET, facility=logging.handlers.SysLogHandler.LOG_MAIL)

@@ -4,14 +4,16 @@ password; a log file; journald's priorities."""
 from __future__ import annotations
 
 import logging
+import socket
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from pbmserv import logs
 from pbmserv.cli import main
-from pbmserv.config import Settings
+from pbmserv.config import Settings, SettingsError
 from pbmserv.db.session import Database
 from pbmserv.intake.store import store_message
 from pbmserv.logs import JournalFormatter
@@ -72,3 +74,22 @@ def test_journald_gets_priorities() -> None:
                                None)
     assert JournalFormatter("%(levelname)s %(message)s").format(record) == \
         "<4>WARNING two\n<4>lines"
+
+
+def test_syslog_lines_reach_the_socket(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "log"
+    monkeypatch.setattr(logs, "SYSLOG_SOCKET", str(path))
+    with pytest.raises(SettingsError, match="there is no syslog socket"):
+        logs.setup_logging("info", syslog=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(str(path))
+    server.settimeout(5)
+    try:
+        logs.setup_logging("info", syslog=True)
+        logging.getLogger("pbmserv.test").info("to syslog")
+        line = server.recv(4096).decode()
+        # facility mail (2) * 8 + info (6) = <22>
+        assert line.startswith("<22>pbmserv[") and "INFO pbmserv.test: to syslog" in line
+    finally:
+        logs.setup_logging("info")
+        server.close()
