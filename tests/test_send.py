@@ -166,6 +166,24 @@ class SlowSink(Sink):
 
 def test_two_senders_and_a_slow_relay_send_every_mail_once(
         db: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    two_senders_and_a_slow_relay(db, db, settings, monkeypatch)
+
+
+@pytest.mark.postgres
+def test_two_senders_and_a_slow_relay_on_postgres(
+        pg_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each sender with a database connection pool of its own, as two processes have."""
+    pg = replace(settings, database_url=pg_url)
+    first, second = Database(pg_url), Database(pg_url)
+    try:
+        two_senders_and_a_slow_relay(first, second, pg, monkeypatch)
+    finally:
+        first.dispose()
+        second.dispose()
+
+
+def two_senders_and_a_slow_relay(db: Database, other: Database, settings: Settings,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
     # a lease shorter than a batch takes to send: each mail's lease is renewed just
     # before it goes, and its result recorded at once, so nobody sends it again
     monkeypatch.setattr(send, "LEASE", timedelta(seconds=0.5))
@@ -179,13 +197,13 @@ def test_two_senders_and_a_slow_relay_send_every_mail_once(
     ids = [queue(db, settings, to=f"p{i}@example.org") for i in range(24)]
     stop = threading.Event()
 
-    def run() -> None:
-        sender = Sender(db, relayed)
+    def run(database: Database) -> None:
+        sender = Sender(database, relayed)
         while not stop.is_set():
             sender.send_due()
             time.sleep(0.05)
 
-    threads = [threading.Thread(target=run) for _ in range(2)]
+    threads = [threading.Thread(target=run, args=(d,)) for d in (db, other)]
     try:
         for t in threads:
             t.start()
