@@ -47,7 +47,7 @@ from pbmserv.service.events import (
     RequestMade,
     TournamentEvent,
 )
-from pbmserv.service.mail_prefs import MailChoice, choices_of, wants_html
+from pbmserv.service.mail_prefs import MailChoice, choices_of
 from pbmserv.service.reply_tokens import ReplyToken, make_token, server_secret
 
 
@@ -252,23 +252,6 @@ class Notifier:
                 html = drawn[key]
             self._send(user, subject, body, reply_to=reply_to, html=html)
 
-    def reply_html(self, subject: str, body: str, board: Board | None,
-                   reader: str) -> str | None:
-        """The HTML part of the reply to a player's own mail when it shows one board:
-        its text with the board drawn in place of the text board (None: text only,
-        for a reader who said 'html off' or a reply that shows no board)."""
-        if board is None:
-            return None
-        players = [p.user for p in board.players]
-        readers = [u for u in players if u.email.lower() == reader.lower()]
-        if readers:  # a player of the board (the usual case): their choice, by key
-            chosen = self.choices(players)  # the other players' too: their mails come next
-            if any(not chosen[u.id].html for u in readers if u.id in chosen):
-                return None
-        elif not wants_html(self.session, reader):
-            return None
-        return self._drawn(subject, body, board)
-
     def _drawn(self, subject: str, body: str, board: Board) -> str | None:
         """A text mail that shows ``board``'s summary as HTML, the board drawn in place
         of the text board (None if the text holds no summary of it)."""
@@ -278,7 +261,7 @@ class Notifier:
             return None
         before, after = body.split(summary, 1)
         return html_mail(subject, render_html(
-            "reply.html.j2", before=before.rstrip("\n"), after=after.strip("\n"),
+            "text_with_board.html.j2", before=before.rstrip("\n"), after=after.strip("\n"),
             summary=board_summary_html(self.session, engine, board)))
 
     def _nag(self, engine: AnyEngine, board: Board, event: NagDue) -> None:

@@ -183,12 +183,10 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     reply_to, example = _reply_address(notifier, sections, mail.reply_to)
     body = render("reply.txt.j2", sections=sections, settings=settings,
                   by_reply=reply_to is not None, example=example)
-    body = scrub(body)
-    shown = sections[0].board if len(sections) == 1 else None
-    html = notifier.reply_html(scrub(subject), body, shown, mail.reply_to)
-    queue_mail(session, settings, to=mail.reply_to, subject=scrub(subject), body=body,
-               inbound_id=inbound_id, in_reply_to=mail.message_id, reply_to=reply_to,
-               html=None if html is None else scrub(html))
+    # text only: the reply to one's own command is on the hot path of every move, and
+    # an HTML part there cost 15 % of the moves a second (docs/benchmarks.md)
+    queue_mail(session, settings, to=mail.reply_to, subject=scrub(subject), body=scrub(body),
+               inbound_id=inbound_id, in_reply_to=mail.message_id, reply_to=reply_to)
     queued = 1 + notifier.notify(ctx.service.events)
     # what was asked is logged by verb only: command lines may hold passwords
     log.info("message %s from %s: %s; %d mail(s) queued", inbound_id, mail.reply_to,

@@ -34,15 +34,6 @@ def choices_of(session: Session, users: Sequence[User]) -> dict[int, MailChoice]
             session.connection().execute(_CHOICES, {"users": [u.id for u in users]})}
 
 
-def wants_html(session: Session, address: str) -> bool:
-    """Whether mail to ``address`` may carry an HTML part: not if an account of that
-    address said 'html off' (an address without an account gets the default)."""
-    off = session.scalar(
-        select(func.count()).select_from(MailPrefs).join(User, User.id == MailPrefs.user_id)
-        .where(func.lower(User.email) == address.lower(), MailPrefs.html.is_(False)))
-    return not off
-
-
 def prefs(session: Session, user: User) -> MailPrefs:
     """The user's preferences, made (with the defaults) if they have none yet."""
     found = session.get(MailPrefs, user.id)
