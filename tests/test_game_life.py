@@ -3,10 +3,11 @@ consent to challenges, seeks, decline, comments on every act, and the board mail
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from pbmserv.config import Settings
 from pbmserv.db.models import Board, BoardEvent, BoardPlayer, Move, OutboxMessage
@@ -102,6 +103,20 @@ def test_undo_after_the_answer_takes_back_both(mailer: Mailer, db: Database) -> 
     engine = get_engine("honeydonuts")
     assert engine is not None
     assert after.position == engine.serialize(engine.play_all(engine.new(), ["a1-a2", "e1-e2"]))
+
+
+def test_the_last_move_time_is_the_last_moves(mailer: Mailer, db: Database) -> None:
+    """Not the time of an undo or an offer that changed the board after it."""
+    start(mailer)
+    move(mailer, "alice", "a1-a2#1")
+    with db.transaction() as s:
+        s.execute(update(Move).values(created_at=datetime(2026, 1, 2, 3, 4, tzinfo=UTC)))
+    move(mailer, "bob", "e1-e2#2")
+    move(mailer, "bob", "undo")
+    out = move(mailer, "alice", "accept")
+    assert "last move 2026-01-02 03:04 UTC." in flat(to(out, "bob").body)
+    out = move(mailer, "bob", "propose")
+    assert "last move 2026-01-02 03:04 UTC." in flat(to(out, "alice").body)
 
 
 def test_undo_keeps_repetition_state(mailer: Mailer, db: Database) -> None:

@@ -25,7 +25,7 @@ from pbmserv.service.ratings import change_lines
 SHOWN_ROUNDS = 20
 #: where rendered summaries are kept for the session's lifetime
 SUMMARY_CACHE = "pbmserv.summaries"
-_MOVES = (select(Move.ply, Move.notation)
+_MOVES = (select(Move.ply, Move.notation, Move.created_at)
           .where(Move.board_id == bindparam("board"), Move.ply >= bindparam("first"))
           .order_by(Move.ply))
 
@@ -61,7 +61,7 @@ def summary_context(session: Session, engine: AnyEngine, board: Board,
     first = 1 if full else max(1, ((board.ply - 1) // seats - SHOWN_ROUNDS + 1) * seats + 1)
     moves = session.connection().execute(_MOVES, {"board": board.id, "first": first}).all()
     rows: list[tuple[int, list[str]]] = []
-    for ply, notation in moves:
+    for ply, notation, _ in moves:
         if (ply - 1) % seats == 0 or not rows:
             rows.append(((ply - 1) // seats + 1, []))
         rows[-1][1].append(notation)
@@ -75,6 +75,8 @@ def summary_context(session: Session, engine: AnyEngine, board: Board,
         "to_move": None if board.finished else player_of(board, board.to_move).userid,
         "rows": rows,
         "hidden": first - 1,
+        # the time of the last move itself (an undo or an offer changes the board later)
+        "last_move_at": moves[-1].created_at if moves else None,
         "ratings": change_lines(session, board) if board.finished else [],
     }
 
