@@ -265,10 +265,14 @@ def discard(db: Database, outbox_id: int) -> None:
     """Never send a pending or failed outgoing mail (kept, marked discarded)."""
     _outbox_row(db, outbox_id, "discarded")
     with db.transaction() as session:
-        session.execute(update(OutboxMessage)
-                        .where(OutboxMessage.id == outbox_id, _not_sending())
-                        .values(status=OutboxStatus.DISCARDED, leased_by=None)
-                        .execution_options(synchronize_session=False))
+        changed = session.execute(update(OutboxMessage)
+                                  .where(OutboxMessage.id == outbox_id, _not_sending())
+                                  .values(status=OutboxStatus.DISCARDED, leased_by=None)
+                                  .execution_options(synchronize_session=False)).rowcount  # type: ignore[attr-defined]
+    if not changed:  # a sender took it between the look and the change
+        _outbox_row(db, outbox_id, "discarded")
+        raise PlayerError(f"outgoing mail {outbox_id} is being sent right now: it cannot be "
+                          "discarded; look again with 'pbmserv outbox list' in a few minutes")
 
 
 def _not_sending() -> ColumnElement[bool]:

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from pbmserv.db.session import Database
 from pbmserv.intake.lmtp import LmtpHandler, make_lmtp_controller
 from pbmserv.intake.smtp import IntakeHandler, make_controller
 from pbmserv.intake.writer import IntakeWriter
-from pbmserv.worker import WorkLoop, die_with_parent, wake
+from pbmserv.worker import NICENESS, PARENT_PID, WorkLoop, wake
 
 log = logging.getLogger(__name__)
 #: how much lower the workers' CPU priority is than the listener's
@@ -47,30 +47,25 @@ def _pipe() -> tuple[int, int]:
     return read, write
 
 
-def _worker_preexec() -> None:  # pragma: no cover - runs in the child
-    die_with_parent()
-    os.nice(WORKER_NICENESS)
-
-
-def _bots_preexec() -> None:  # pragma: no cover - runs in the child
-    die_with_parent()
-    os.nice(BOTS_NICENESS)
-
-
 @dataclass
 class Child:
     """A process ``serve`` runs beside itself (a worker, the bots, the web pages)."""
 
     name: str
     argv: list[str]
-    preexec: Callable[[], None]
+    #: how much nicer than ``serve`` it runs
+    niceness: int
     pass_fds: tuple[int, ...] = ()
     proc: subprocess.Popen[bytes] | None = None
     started: float = 0.0
 
     def start(self) -> None:
+        """Start it: the child sets its niceness and its end with ours itself (see
+        ``worker.become_child``); no code runs between fork and exec, which would be
+        unsafe once ``serve``'s threads run (a restart by ``watch``)."""
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(self.argv, pass_fds=self.pass_fds, preexec_fn=self.preexec)
+        env = {**os.environ, PARENT_PID: str(os.getpid()), NICENESS: str(self.niceness)}
+        self.proc = subprocess.Popen(self.argv, pass_fds=self.pass_fds, env=env)
 
     def restart_if_ended(self) -> bool:
         """Start the process again if it ended (not more often than RESTART_EVERY)."""
@@ -124,10 +119,10 @@ class Server:
     def processes(self) -> list[subprocess.Popen[bytes]]:
         return [child.proc for child in self.children if child.proc is not None]
 
-    def _child(self, name: str, args: list[str], preexec: Callable[[], None],
+    def _child(self, name: str, args: list[str], niceness: int,
                pass_fds: tuple[int, ...] = ()) -> None:
         child = Child(name, [sys.executable, "-m", "pbmserv", *self.worker_options, *args],
-                      preexec, pass_fds)
+                      niceness, pass_fds)
         child.start()
         self.children.append(child)
 
@@ -142,14 +137,14 @@ class Server:
             self.pipes.append(_pipe())
         if self.web is not None:  # the read-only web pages, in a process of their own
             self._child("web", ["web", "--host", self.web[0], "--port", str(self.web[1])],
-                        _worker_preexec)
+                        WORKER_NICENESS)
         if self.workers:  # before any thread starts: the children are forked cleanly
             for read, _ in self.pipes:
                 self._child("worker", ["work", "--loop", "--wake-fd", str(read),
                                        "--interval", str(self.interval)],
-                            _worker_preexec, (read,))
+                            WORKER_NICENESS, (read,))
             if self.bots:  # bots think in a process of their own, niced more
-                self._child("bots", ["bots", "--loop"], _bots_preexec)
+                self._child("bots", ["bots", "--loop"], BOTS_NICENESS)
         else:
             self.loop = WorkLoop(self.db, self.settings, wake_fd=self.pipes[0][0],
                                  interval=self.interval, clock_every=self.clock_every)

@@ -47,6 +47,24 @@ def die_with_parent() -> None:
         pass
 
 
+#: set by ``serve`` for the processes it starts (see ``become_child``)
+PARENT_PID = "PBMSERV_PARENT_PID"
+NICENESS = "PBMSERV_NICENESS"
+
+
+def become_child() -> None:
+    """In a process ``serve`` started: end with ``serve`` and run as nice as it asked.
+    Done here, after exec, not between fork and exec (unsafe in a threaded parent)."""
+    parent = os.environ.pop(PARENT_PID, None)
+    niceness = os.environ.pop(NICENESS, "0")
+    if parent is None:
+        return
+    die_with_parent()
+    if os.getppid() != int(parent):  # serve ended before this could be asked
+        raise SystemExit(0)
+    os.nice(int(niceness))
+
+
 class WorkLoop:
     def __init__(self, db: Database, settings: Settings, *, wake_fd: int | None = None,
                  interval: float = 2.0, clock_every: float = CLOCK_EVERY) -> None:

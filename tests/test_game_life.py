@@ -103,6 +103,15 @@ def test_undo_after_the_answer_takes_back_both(mailer: Mailer, db: Database) -> 
     engine = get_engine("honeydonuts")
     assert engine is not None
     assert after.position == engine.serialize(engine.play_all(engine.new(), ["a1-a2", "e1-e2"]))
+    # asked, then the asker moves after all: the request lapses (it stood for the moves
+    # before), and a late accept takes back nothing
+    move(mailer, "alice", "undo")  # takes back bob's e1-e2 and her a1-a2, if accepted
+    out = move(mailer, "alice", "a3-a2#3")
+    assert "Your request to take back a move lapsed: you played a move instead." in flat(
+        to(out, "alice").body)
+    assert "alice's request to take back a move lapsed" in flat(to(out, "bob").body)
+    assert "nobody has asked you anything" in move(mailer, "bob", "accept")[0].body
+    assert board_row(db).ply == 3
 
 
 def test_the_last_move_time_is_the_last_moves(mailer: Mailer, db: Database) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -80,5 +81,45 @@ def test_models_and_migrations_agree_on_postgres(pg_url: str) -> None:
     db = Database(pg_url)
     try:
         test_models_and_migrations_agree(db)
+    finally:
+        db.dispose()
+
+
+def test_a_reference_broken_before_blocks_no_migration(tmp_path: Path) -> None:
+    """A dangling row from before (written with foreign keys off, by hand say) is left
+    to the admin; only a reference the migration itself breaks rolls it back."""
+    path = tmp_path / "old.sqlite3"
+    db = Database(f"sqlite:///{path}")
+    upgrade(db, "0009")
+    db.dispose()
+    raw = sqlite3.connect(path)
+    raw.execute("PRAGMA foreign_keys=OFF")
+    raw.execute("INSERT INTO board_players (board_id, seat, user_id, time_used) "
+                "VALUES (999, 0, 999, 0)")
+    raw.commit()
+    raw.close()
+    db = Database(f"sqlite:///{path}")
+    try:
+        upgrade(db)
+        with db.transaction() as s:
+            assert s.scalar(text("SELECT count(*) FROM board_players")) == 1
+            bots = s.execute(text("SELECT key FROM users WHERE bot IS NOT NULL ORDER BY key"))
+            assert [row[0] for row in bots] == ["bot1", "bot2", "bot3"]
+    finally:
+        db.dispose()
+
+
+def test_the_bots_are_bots_again_after_an_older_downgrade(tmp_path: Path) -> None:
+    """0009's first downgrade kept the bot accounts without the column; 0010 makes them
+    bots again whatever that left."""
+    db = Database(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    try:
+        upgrade(db, "0009")
+        with db.engine.begin() as conn:
+            conn.execute(text("UPDATE users SET bot = NULL"))
+        upgrade(db)
+        with db.transaction() as s:
+            bots = s.execute(text("SELECT key FROM users WHERE bot IS NOT NULL ORDER BY key"))
+            assert [row[0] for row in bots] == ["bot1", "bot2", "bot3"]
     finally:
         db.dispose()

@@ -13,6 +13,7 @@ from pbmserv.config import Settings
 from pbmserv.db.models import Board, Move, OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.server import Server
+from pbmserv.service import reply_tokens
 from tests.conftest import Mailer, free_port, make_mail
 
 REPLY_LINE = "Or simply reply to this mail with just your move on the first line"
@@ -92,11 +93,24 @@ def test_a_reply_written_below_the_quote(mailer: Mailer, db: Database,
         assert list(s.scalars(select(Move.notation))) == ["a1-a2"]
 
 
-def test_a_line_that_only_looks_like_an_attribution_is_no_move(mailer: Mailer) -> None:
+def test_a_move_right_above_the_attribution(mailer: Mailer, db: Database) -> None:
+    """Top posting with no blank line: the move is not taken for the first line of a
+    wrapped attribution."""
     mail = start(mailer)
     assert mail.reply_to is not None
     out = mailer.send("Re: New Honeydonuts Board 101 alice",
-                      "I think I wrote:\nnothing quoted here\n", To=mail.reply_to)
+                      "a1-a2\nOn Sunday, pbmserv wrote:\n> Summary of Honeydonuts\n",
+                      To=mail.reply_to)
+    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in out[0].body
+
+
+def test_a_line_that_only_looks_like_an_attribution_is_no_move(mailer: Mailer) -> None:
+    mail = start(mailer)
+    assert mail.reply_to is not None
+    # a "wrote:" line with no quote below is the player's own first line, not an
+    # attribution to pass over: the move must be the first line, so nothing is played
+    out = mailer.send("Re: New Honeydonuts Board 101 alice", "As I wrote:\na1-a2\n",
+                      To=mail.reply_to)
     assert "has been played" not in out[0].body
 
 
@@ -111,6 +125,20 @@ def test_a_reply_address_without_a_move_is_told_the_move_will_do(mailer: Mailer)
                              "Which move was that?\n")[0].body)
     assert "your move alone will do" not in plain
     assert "To move, write the command on the first line of the body" in plain
+
+
+def test_an_address_from_before_the_takeback_count_is_still_good(
+        mailer: Mailer, db: Database, settings: Settings) -> None:
+    """Board mails sent before the upgrade carry b..u..m..-MAC, without the t part."""
+    mail = start(mailer)
+    assert mail.reply_to is not None
+    local, _, domain = mail.reply_to.partition("@")
+    payload = local.split("+", 1)[1].rpartition("-")[0].rsplit("t", 1)[0]
+    with db.transaction() as s:
+        secret = reply_tokens.server_secret(s, settings.secret)
+    old = f"pbmserv+{payload}-{reply_tokens._mac(secret, payload)}@{domain}"
+    out = reply(mailer, old, "a1-a2")
+    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in out[0].body
 
 
 def test_a_forged_or_foreign_address_is_refused(mailer: Mailer, db: Database) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import smtplib
 import time
 from collections.abc import Iterator
@@ -173,6 +174,13 @@ def test_serve_starts_a_killed_worker_again(db: Database, settings: Settings,
         srv.watch()
         [again] = srv.processes
         assert again.pid != worker.pid and again.poll() is None
+        # the new one niced as the first (it does it itself, after exec): wait for it
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        deadline = time.monotonic() + 20
+        while (os.getpriority(os.PRIO_PROCESS, again.pid) != mine + server_module.WORKER_NICENESS
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+        assert os.getpriority(os.PRIO_PROCESS, again.pid) == mine + server_module.WORKER_NICENESS
         with smtplib.SMTP(srv.controller.hostname, srv.controller.port, timeout=10) as client:
             client.sendmail("alice@example.org", ["pbmserv@localhost"],
                             make_mail("signup alice pw-alice"))

@@ -115,8 +115,9 @@ def _migrating(db: Database) -> Iterator[Connection]:
     SQLite's foreign keys are off while it lasts: a batch migration rebuilds a table
     (copy, drop, rename) that other tables' rows point at, and dropping it would fail.
     They are turned off before the transaction (inside one SQLite ignores the
-    pragma), checked at its end (a broken reference rolls it all back), and turned on
-    again before the connection goes back to the pool.
+    pragma), checked at its end (a reference the migration broke rolls it all back;
+    one broken before, by a hand edit say, is left to the admin), and turned on again
+    before the connection goes back to the pool.
     """
     with db.engine.connect() as connection:
         sqlite = connection.dialect.name == "sqlite"
@@ -125,14 +126,21 @@ def _migrating(db: Database) -> Iterator[Connection]:
         try:
             with connection.begin():
                 _lock(connection)
+                before = _broken_references(connection) if sqlite else set()
                 yield connection
                 if sqlite:
-                    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+                    broken = _broken_references(connection) - before
                     if broken:
-                        raise SchemaError(f"the migration would break references: {broken[:5]}")
+                        raise SchemaError("the migration would break references: "
+                                          f"{sorted(broken)[:5]}")
         finally:
             if sqlite:
                 _pragma(connection, "PRAGMA foreign_keys=ON")
+
+
+def _broken_references(connection: Connection) -> set[tuple[object, ...]]:
+    """SQLite's rows whose foreign keys point at nothing: (table, rowid, parent)."""
+    return {tuple(row[:3]) for row in connection.exec_driver_sql("PRAGMA foreign_key_check")}
 
 
 def _pragma(connection: Connection, statement: str) -> None:

@@ -150,7 +150,8 @@ _ATTRIBUTION = re.compile(
 def _attribution_end(lines: list[str], i: int) -> int | None:
     """If an attribution starts at line ``i`` (one line, or two when the client wrapped
     it) and quoted text follows it, the index of its last line."""
-    for end in (i, i + 1):
+    # a wrapped attribution's first line is never one word (that would be the move)
+    for end in (i, i + 1) if len(lines[i].split()) > 1 else (i,):
         if end < len(lines) and _ATTRIBUTION.search(lines[end][:400]):
             rest = [line for line in lines[end + 1:end + 4] if line.strip()]
             if rest and rest[0].lstrip().startswith(">"):

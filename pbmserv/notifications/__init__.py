@@ -98,8 +98,8 @@ def notes_of(board: Board, events: Iterable[Event]) -> list[Note]:
         elif isinstance(e, RequestLapsed):
             asker, mover = _seat_user(board, e.seat), _seat_user(board, e.by)
             notes.append(Note("request-lapsed", {
-                "userid": asker.userid, "mover": mover.userid, "request": e.request},
-                subject_id=asker.id))
+                "userid": asker.userid, "mover": mover.userid, "request": e.request,
+                "own": e.seat == e.by}, subject_id=asker.id))
         elif isinstance(e, MoveTakenBack):
             user = _seat_user(board, e.seat)
             notes.append(Note("taken-back", {"userid": user.userid, "ply": e.ply,

@@ -24,7 +24,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pbmserv.games.base import Termination
+from pbmserv.games.base import Termination, is_no_result
 from pbmserv.records.model import (
     GameRecord,
     RatingChange,
@@ -156,7 +156,9 @@ def from_json(data: Any, where: str = "record") -> GameRecord:
         record = _record(data, players, moves, ratings, termination, where)
     except RecordError as exc:
         raise _within(where, exc) from None
-    if _get(data, "result", (str,), where) != record.result:
+    given = _get(data, "result", (str,), where)
+    legacy = given == "1/2-1/2" and is_no_result(record.termination, record.winner)
+    if given != record.result and not legacy:  # older records gave no result as a draw
         raise RecordError(f"{where}: 'result' {data['result']!r} disagrees with 'winner' and "
                           f"'termination' (they make it {record.result!r})")
     return record

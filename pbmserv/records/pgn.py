@@ -394,9 +394,7 @@ def _header(tags: dict[str, str], line: int) -> GameRecord:
     if (kind == UNTERMINATED) == finished and not no_result:
         raise RecordError(f"{where}: Result {tags['Result']} and Termination {kind} disagree "
                           f"(a running game is \"*\" and \"{UNTERMINATED}\")")
-    if finished and kind in NO_RESULT and winner is None:
-        raise RecordError(f"{where}: a game that ended {kind} with no winner has no result: "
-                          "Result \"*\"")
+    # (a record written before 2026-11-23 gives such a game "1/2-1/2": read as "*")
     try:
         termination = None if kind == UNTERMINATED else Termination(kind)
     except ValueError:

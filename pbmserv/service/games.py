@@ -269,7 +269,10 @@ class GameService:
             "turn_started_at": self.now, "nags_sent": 0,
             "clock_due_at": clock.first_deadline(board, self.now),
         }
-        lapsed = board.request_kind is not None and board.request_by != seat
+        # a request lapses when its answerer moves instead; an undo also when its asker
+        # moves (it stood for the moves before this one); a draw offer stands
+        lapsed = board.request_kind is not None and (
+            board.request_by != seat or board.request_kind is RequestKind.UNDO)
         if lapsed:
             self._record(RequestLapsed(board.id, board.request_kind,  # type: ignore[arg-type]
                                        board.request_by or 0, by=seat))

@@ -22,8 +22,10 @@ from sqlalchemy.orm import Session
 from pbmserv.db.models import ServerSecret
 
 SECRET_NAME = "reply-tokens"
+#: the "t" part (moves taken back) is missing from addresses made before 2026-11-23:
+#: they stand for a board with none taken back, and are still good
 _TOKEN = re.compile(
-    r"b([0-9]{1,10})u([0-9]{1,10})m([0-9]{1,10})t([0-9]{1,10})-([a-z2-7]{16})")
+    r"b([0-9]{1,10})u([0-9]{1,10})m([0-9]{1,10})(?:t([0-9]{1,10}))?-([a-z2-7]{16})")
 _SECRETS: dict[str, bytes] = {}
 
 
@@ -74,7 +76,7 @@ def read_token(secret: bytes, text: str) -> ReplyToken | None:
     payload = text.strip().lower().rpartition("-")[0]
     if not hmac.compare_digest(_mac(secret, payload), found.group(5)):
         return None
-    board_id, user_id, ply, takebacks = (int(found.group(i)) for i in (1, 2, 3, 4))
+    board_id, user_id, ply, takebacks = (int(found.group(i) or 0) for i in (1, 2, 3, 4))
     if max(board_id, user_id, ply, takebacks) >= 2**31:
         return None
     return ReplyToken(board_id, user_id, ply, takebacks)
