@@ -311,7 +311,8 @@ def test_seek_join_and_list(mailer: Mailer) -> None:
     assert "Your open challenge is honeydonuts seek 1 (options -simple)." in text
     assert "1 open challenge" in mailer.reply("list")
     listing = flat(mailer.reply("list honeydonuts"))
-    assert "1 by alice, options -simple" in listing
+    assert ("1 by alice, options -simple, nag after 3 days, lost on time after 21, since"
+            in listing)
     assert "cannot play against themselves" in mailer.reply("honeydonuts join 1 alice pw-alice")
     out = mailer.send("honeydonuts join 1 bob pw-bob", sender="bob@example.org")
     assert out[0].subject == "New Honeydonuts Board 101 alice"
