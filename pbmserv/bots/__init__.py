@@ -5,9 +5,9 @@
     bot.accepts_draw(engine, pos, seat)               # agree to end the game now?
     bot.accepts_undo(engine, pos, seat)               # let the opponent take back?
 
-``random`` plays any legal move; ``bot1``..``bot3`` search with Monte Carlo tree
-search and the game's own knowledge, on growing budgets (``LEVELS``).  The package
-is pure: it imports only the standard library and ``pbmserv.games``.
+``random`` plays any legal move; ``bot1``..``bot3`` search (Monte Carlo tree search,
+or alpha-beta in Amoeba) with the game's own knowledge, on growing budgets
+(``LEVELS``).  The package is pure: it imports only the standard library and ``pbmserv.games``.
 """
 
 from __future__ import annotations

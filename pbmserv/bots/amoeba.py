@@ -261,6 +261,9 @@ class AmoebaKnowledge(Knowledge):
     widen_power = 0.5
     playout_plies = 0
     iteration_scale = 2.0
+    search = "alphabeta"
+    root_width = ROOT_EXACT
+    reply_width = ROOT_EXACT
 
     def probe(self, engine: AnyEngine, pos: Position) -> tuple[Outcome | None, list[Any] | None]:
         if chess_turns(pos, 1):  # a turn without a slide: not over (quicker to find)
@@ -276,6 +279,16 @@ class AmoebaKnowledge(Knowledge):
             if quiet:
                 return list(quiet), False
         return engine.legal_moves(pos), True
+
+    def noisy_moves(self, engine: AnyEngine, pos: Position) -> tuple[list[Any], bool] | None:
+        """When in check, every turn without a slide (one must be made; every turn if
+        only slides save the King), else the captures and promotions among them."""
+        turns = chess_turns(pos)
+        if in_check(pos):
+            return (list(turns) or engine.legal_moves(pos)), True
+        cells = pos.cells
+        noisy = [t for t in turns if cells[t.to] != EMPTY or t.promotion]
+        return (noisy, False) if noisy else None
 
     def evaluate(self, engine: AnyEngine, pos: Position) -> float:
         assert isinstance(engine, Amoeba)

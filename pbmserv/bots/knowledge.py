@@ -1,6 +1,7 @@
 """What a bot knows of a game beyond its rules.
 
-The search (``pbmserv.bots.mcts``) sees a game only through the engine interface
+The search (``pbmserv.bots.mcts`` or ``pbmserv.bots.alphabeta``, as
+``Knowledge.search`` says) sees a game only through the engine interface
 and through a ``Knowledge``: how to value a position it does not search further,
 which moves to look at first, and how to spot a win in one quickly.  The base class
 knows nothing of any game and works for every engine: it values a position by
@@ -61,6 +62,16 @@ class Knowledge:
     #: how many search iterations one level "iteration" counts for in this game; slow
     #: games get fewer iterations from the same level (see ``pbmserv.bots.players``)
     iteration_scale: float = 1.0
+    #: the search that plays this game: "mcts" (``pbmserv.bots.mcts``) or "alphabeta"
+    #: (``pbmserv.bots.alphabeta``, where an iteration is one position visited)
+    search: str = "mcts"
+    #: how many of the root's moves, in the order of ``order``, alpha-beta considers
+    #: (0: all of them)
+    root_width: int = 0
+    #: how many answers to each of the root's moves alpha-beta considers, chosen from
+    #: all the legal moves as the root's are (``order`` with ``root`` True); 0: the
+    #: answers are ``tree_moves``, as deeper down
+    reply_width: int = 0
 
     # -- the rules, possibly faster ----------------------------------------------------
     def probe(self, engine: AnyEngine, pos: Any) -> tuple[Outcome | None, list[Any] | None]:
@@ -75,6 +86,12 @@ class Knowledge:
         """The moves the search considers below the root, and whether they are all the
         legal moves (a selection lets the search prove wins there, never losses)."""
         return self.moves(engine, pos), True
+
+    def noisy_moves(self, engine: AnyEngine, pos: Any) -> tuple[list[Any], bool] | None:
+        """The moves alpha-beta plays out beyond its depth (captures, as a rule) and
+        whether the player to move must make one of them (True when in check, say: it
+        may not stop and take the static value); None when there are none to play out."""
+        return None
 
     # -- judgement -----------------------------------------------------------------
     def evaluate(self, engine: AnyEngine, pos: Any) -> float:

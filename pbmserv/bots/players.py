@@ -1,9 +1,9 @@
-"""The bots players meet: a random mover and three levels of tree search.
+"""The bots players meet: a random mover and three levels of search.
 
 Every bot answers with the canonical notation of a legal move.  The three search
 levels differ only in their thinking budget (``LEVELS``): a number of search
-iterations (fewer in games whose positions are slow to work out, see
-``Knowledge.iteration_scale``) and a hard cap in CPU seconds that a move never
+iterations (positions visited, for alpha-beta; fewer in games whose positions are
+slow to work out, see ``Knowledge.iteration_scale``) and a hard cap in CPU seconds that a move never
 exceeds.
 
 Draw offers and undo requests follow one rule for every bot (``accepts_draw``,
@@ -21,6 +21,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
+from pbmserv.bots.alphabeta import AlphaBeta
 from pbmserv.bots.knowledge import Knowledge, seat_sign
 from pbmserv.bots.mcts import Budget, Search
 from pbmserv.bots.per_game import knowledge_for
@@ -122,7 +123,8 @@ LEVELS: tuple[Level, ...] = (
 
 
 class SearchBot(Bot):
-    """Monte Carlo tree search with the game's knowledge, on a level's budget."""
+    """The game's search (``Knowledge.search``: Monte Carlo tree search, or alpha-beta)
+    with the game's knowledge, on a level's budget."""
 
     def __init__(self, level: Level, knowledge: Knowledge | None = None) -> None:
         self.level = level
@@ -139,8 +141,9 @@ class SearchBot(Bot):
         return Budget(max(1, round(self.level.iterations * scale)), self.level.seconds)
 
     def decide(self, engine: AnyEngine, pos: Any, *, seed: int | None = None) -> Decision:
-        search = Search(engine, self.knowledge_for(engine), random.Random(seed))
-        found = search.run(pos, self.budget(engine))
+        knowledge = self.knowledge_for(engine)
+        searcher = AlphaBeta if knowledge.search == "alphabeta" else Search
+        found = searcher(engine, knowledge, random.Random(seed)).run(pos, self.budget(engine))
         text = engine.format_move(pos, found.move)
         return Decision(text, found.move, found.value, found.iterations, found.seconds,
                         found.reason)
