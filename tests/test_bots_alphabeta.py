@@ -10,20 +10,19 @@ from typing import Any
 
 import pytest
 
-from pbmserv.bots import LEVELS, SearchBot
+from pbmserv.bots import LEVELS, SearchBot, alphabeta
 from pbmserv.bots.alphabeta import MAX_PLY, WIN, WIN_DECAY, AlphaBeta
 from pbmserv.bots.amoeba import AmoebaKnowledge, chess_turns
 from pbmserv.bots.honeydonuts import HoneyDonutsKnowledge
-from pbmserv.bots.knowledge import Knowledge, seat_sign
+from pbmserv.bots.knowledge import Candidate, Knowledge, seat_sign
 from pbmserv.bots.mcts import Budget
 from pbmserv.bots.per_game import knowledge_for
 from pbmserv.games import AnyEngine, get_engine
-from pbmserv.games.amoeba import Position as AmoebaPosition
 
 UNLIMITED = Budget(10**9, 10**6)
 
 
-def minimax(engine: AnyEngine, k: Knowledge, pos: Any, depth: int, ply: int = 1) -> float:
+def minimax(engine: AnyEngine, k: Knowledge, pos: Any, depth: int, ply: int = 0) -> float:
     """Plain negamax over every legal move, valued for the player to move."""
     outcome = engine.outcome(pos)
     if outcome is not None:
@@ -66,10 +65,11 @@ def test_the_value_is_that_of_plain_minimax(depth: int) -> None:
         found = search.run(pos, UNLIMITED, max_depth=depth)
         assert search.depth == depth
         expected = minimax(engine, k, pos, depth)
+        assert math.isclose(search.score, expected, abs_tol=1e-9)
         mover = seat_sign(engine.to_move(pos))
         assert math.isclose(mover * found.value, max(-1.0, min(1.0, expected)), abs_tol=1e-9)
         after = engine.apply(pos, found.move)
-        assert math.isclose(-minimax(engine, k, after, depth - 1, 2), expected, abs_tol=1e-9)
+        assert math.isclose(-minimax(engine, k, after, depth - 1, 1), expected, abs_tol=1e-9)
 
 
 def forced_win(engine: AnyEngine, pos: Any, plies: int) -> bool:
@@ -104,8 +104,11 @@ def test_a_win_in_two_is_found_and_played() -> None:
     for n, pos in enumerate(honeydonuts_positions(400, seed=7)):
         if forced_win(engine, pos, 1) or not forced_win(engine, pos, 3):
             continue
-        result = AlphaBeta(engine, k, random.Random(n)).run(pos, UNLIMITED, max_depth=3)
-        assert result.reason == "proven win"
+        search = AlphaBeta(engine, k, random.Random(n))
+        result = search.run(pos, UNLIMITED, max_depth=5)
+        assert result.reason == "proven win" and search.depth == 3
+        # the mate comes on the third ply, the table of positions notwithstanding
+        assert math.isclose(search.score, WIN - 3 * WIN_DECAY)
         assert result.value == seat_sign(engine.to_move(pos))
         after = engine.apply(pos, result.move)
         assert engine.outcome(after) is None
@@ -117,36 +120,6 @@ def test_a_win_in_two_is_found_and_played() -> None:
 
 
 # -- Amoeba: captures played out ------------------------------------------------------
-def amoeba_position(rows: list[str], turn: int) -> AmoebaPosition:
-    """A position from its ranks, the top (rank 9) first."""
-    return AmoebaPosition("".join(reversed(rows)), turn, (), None)
-
-
-#: White's queen on d4 may take the pawn on d7, which the pawn on c8 defends
-EXCHANGE = [
-    "....k...",
-    "..p.....",
-    "...p....",
-    "........",
-    "........",
-    "...Q....",
-    "........",
-    "........",
-    "....K...",
-]
-
-
-def test_the_queen_does_not_take_a_defended_pawn() -> None:
-    engine = get_engine("amoeba")
-    assert engine is not None
-    pos = amoeba_position(EXCHANGE, 0)
-    k = knowledge_for(engine)
-    assert isinstance(k, AmoebaKnowledge) and k.search == "alphabeta"
-    for depth in (1, 2, 3):
-        result = AlphaBeta(engine, k, random.Random(1)).run(pos, UNLIMITED, max_depth=depth)
-        assert not engine.format_move(pos, result.move).startswith("d4-d7")
-
-
 def quiesce(engine: AnyEngine, k: Knowledge, pos: Any, ply: int,
             known: dict[tuple[Any, int], float]) -> float:
     """Plain negamax over the noisy moves, each side free to stop unless forced
@@ -176,7 +149,7 @@ def test_amoeba_depth_one_is_the_best_root_turns_then_the_captures_played_out() 
     assert engine is not None
     k = knowledge_for(engine)
     rng = random.Random(12)
-    checked = 0
+    checked = exchanges = 0
     while checked < 3:
         pos = engine.new(engine.check_options(("-small",)))
         for _ in range(rng.randrange(10, 30)):
@@ -189,14 +162,19 @@ def test_amoeba_depth_one_is_the_best_root_turns_then_the_captures_played_out() 
             continue
         roots = k.order(engine, pos, moves, random.Random(checked), True)[:k.root_width]
         known: dict[tuple[Any, int], float] = {}
-        expected = max(-quiesce(engine, k, engine.apply(pos, c.move), 2, known) for c in roots)
+        values = [-quiesce(engine, k, engine.apply(pos, c.move), 1, known) for c in roots]
+        expected = max(values)
         search = AlphaBeta(engine, k, random.Random(checked), table_size=0)
         found = search.run(pos, UNLIMITED, max_depth=1)
-        mover = seat_sign(engine.to_move(pos))
-        assert math.isclose(mover * found.value, max(-1.0, min(1.0, expected)), abs_tol=1e-9)
-        assert math.isclose(-quiesce(engine, k, engine.apply(pos, found.move), 2, known),
+        assert math.isclose(search.score, expected, abs_tol=1e-9)
+        assert math.isclose(-quiesce(engine, k, engine.apply(pos, found.move), 1, known),
                             expected, abs_tol=1e-9)
+        afters = [engine.apply(pos, c.move) for c in roots]
+        static = [-seat_sign(engine.to_move(a)) * k.evaluate(engine, a) for a in afters]
+        exchanges += sum(1 for v, w in zip(values, static, strict=True)
+                         if not math.isclose(v, w))
         checked += 1
+    assert exchanges  # the captures played out changed some values
 
 
 def test_budgets_are_kept() -> None:
@@ -210,7 +188,7 @@ def test_budgets_are_kept() -> None:
     assert engine.format_move(pos, result.move) in legal
     hurried = SearchBot(replace(LEVELS[0], iterations=10**6, seconds=0.0))
     decision = hurried.decide(engine, pos, seed=4)
-    assert decision.text in legal and decision.iterations <= 1
+    assert decision.text in legal and decision.iterations == 0
 
 
 #: a bot3 game against bot1 (before the answers to the root's moves were chosen from
@@ -222,6 +200,30 @@ BLIND_SPOT = (
     "b2-b3,g4-f5", "b8-b7,d6-d7", "d3-d4,d4-d5", "f9-d7,c6-d6", "d5-d6,f5-g4",
     "c8-c7,f3-f5", "g4-g3,d6-b4", "f6-f5,a5-d6", "e4-f5,f7-g7", "d7-f5,g4-f3",
     "g3-f3,e4-f4")
+
+
+class LosingMovesFirst(HoneyDonutsKnowledge):
+    """Looks at one root move only, and at the worst first."""
+
+    root_width = 1
+
+    def order(self, engine: AnyEngine, pos: Any, moves: Any, rng: random.Random,
+              root: bool) -> list[Candidate]:
+        return list(reversed(super().order(engine, pos, moves, rng, root)))
+
+
+def test_when_every_move_considered_loses_all_are_considered() -> None:
+    # Honey Donuts: after a1-b1 some of Blue's moves let Red push Blue's King off
+    engine = get_engine("honeydonuts")
+    assert engine is not None
+    pos = engine.play_all(engine.new(), ("a1-b1",))
+    k = LosingMovesFirst()
+    [first] = k.order(engine, pos, engine.legal_moves(pos), random.Random(0), True)[:1]
+    assert forced_win(engine, engine.apply(pos, first.move), 1)
+    search = AlphaBeta(engine, k, random.Random(0))
+    result = search.run(pos, UNLIMITED, max_depth=2)
+    assert not forced_win(engine, engine.apply(pos, result.move), 1)
+    assert search.depth == 2 and result.reason == "search"
 
 
 class AnswersWithoutSlides(AmoebaKnowledge):
@@ -242,3 +244,13 @@ def test_answers_that_need_a_slide_are_seen() -> None:
     found = seeing.run(pos, UNLIMITED, max_depth=2)
     assert engine.format_move(pos, found.move) != "d9-d6,e5-e4"
     assert seat_sign(1) * found.value < 0.5
+
+
+def test_the_table_keeps_wins_as_seen_from_the_position() -> None:
+    # a mate on ply 5 found from a position on ply 2 is 3 plies below it: met again
+    # on ply 4, the same position mates on ply 7
+    stored = alphabeta._to_table(WIN - 5 * WIN_DECAY, 2)
+    assert math.isclose(alphabeta._from_table(stored, 4), WIN - 7 * WIN_DECAY)
+    stored = alphabeta._to_table(-(WIN - 5 * WIN_DECAY), 2)
+    assert math.isclose(alphabeta._from_table(stored, 4), -(WIN - 7 * WIN_DECAY))
+    assert alphabeta._from_table(alphabeta._to_table(0.5, 2), 4) == 0.5

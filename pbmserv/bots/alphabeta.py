@@ -20,10 +20,16 @@ most); nodes deeper down consider the moves of ``Knowledge.tree_moves``.
 
 The search stops when it has visited ``Budget.iterations`` positions or when its
 process CPU time would pass ``Budget.seconds``, whichever comes first; it answers
-with the best move of the deepest depth it finished, or of the depth it was in when
-that depth had already found a better one.  A move never takes longer than the
-budget: the clock is read at every position, 5 % of the time is kept in hand, and
-the root's answers are worked out only when they will be ready in time.
+with the best move of the deepest depth it finished, unless the depth under way
+had already searched in full another move that beats it at that depth.  A move
+never takes longer than the budget: the clock is read at every position, 5 % of
+the time is kept in hand, and the answers to a root move are worked out only when
+they will be ready in time (their cost is the root's own, measured first).
+
+A won or lost game found through a selection of the moves (a narrow root, the
+answers to it, ``tree_moves`` or ``noisy_moves`` that leave moves out) is likely
+but not proven: the search goes on deepening, says no more than ``UNPROVEN``, and
+when every move it considered at the root loses it considers all of them.
 """
 
 from __future__ import annotations
@@ -44,6 +50,10 @@ WIN = 2.0
 WIN_DECAY = 0.001
 #: the deepest a search goes, counting from the root (quiescence plies included)
 MAX_PLY = 64
+#: a value at least this far from 0 is a won (or lost) game found by the search
+DECIDED = WIN - MAX_PLY * WIN_DECAY
+#: the most a value not proven by an exhaustive search may claim, either way
+UNPROVEN = 0.99
 #: positions kept in the table of positions already searched
 TABLE_SIZE = 200_000
 
@@ -65,14 +75,19 @@ class AlphaBeta:
         self.nodes = 0
         self.node_limit = 0
         self.deadline = math.inf
-        #: position -> (depth, value, bound, index of the best move in the node's order)
+        #: position -> (depth, value, bound, the best move there); a won or lost value
+        #: is kept as seen from the position itself (see ``_to_table``)
         self.table: dict[Any, tuple[int, float, int, Any]] = {}
         self.table_size = table_size
         #: the answers considered to each root move, by the position it leads to
         self.replies: dict[Any, list[Candidate]] = {}
         self.slowest_replies = 0.0
-        #: the deepest depth the last search finished
+        #: the deepest depth the last search finished, and its value for the mover
         self.depth = 0
+        self.score = 0.0
+        #: whether the depth under way has looked at a selection of the moves somewhere
+        #: (then a won or lost value it finds is likely, not proven)
+        self.selective = False
 
     def run(self, pos: Any, budget: Budget, max_depth: int = MAX_PLY - 1) -> SearchResult:
         start = time.process_time()
@@ -93,10 +108,15 @@ class AlphaBeta:
                                 "wins at once")
         self.deadline = start + SAFETY * budget.seconds
         self.node_limit = budget.iterations
-        cands = k.order(engine, pos, moves, self.rng, True)[:k.root_width or None]
+        ordered = k.order(engine, pos, moves, self.rng, True)
+        cands = ordered[:k.root_width or None]
         afters: list[Any] = [c.after for c in cands]
-        best_index, best_value = 0, -math.inf
-        for depth in range(1, max_depth + 1):
+        # working out a root move's answers is the same work as the root's own moves
+        self.slowest_replies = time.process_time() - start
+        best_index, best_value, proven = 0, -math.inf, False
+        depth = 1
+        while depth <= max_depth:
+            self.selective = len(cands) < len(ordered)
             try:
                 index, value = self._root(pos, cands, afters, depth, best_index)
             except OutOfBudget as stop:
@@ -104,11 +124,22 @@ class AlphaBeta:
                 if partial is not None:
                     best_index, best_value = partial
                 break
-            best_index, best_value, self.depth = index, value, depth
-            if abs(value) >= WIN - MAX_PLY * WIN_DECAY:
+            best_index, best_value, self.depth, self.score = index, value, depth, value
+            proven = not self.selective and abs(value) >= DECIDED
+            if proven:
                 break  # a forced result: deeper search cannot change it
-        mover_value = max(-1.0, min(1.0, best_value)) if best_value > -math.inf else 0.0
-        reason = "proven win" if best_value >= WIN - MAX_PLY * WIN_DECAY else "search"
+            if value <= -DECIDED and len(cands) < len(ordered):
+                # every move considered loses: consider them all, at the same depth
+                cands = ordered
+                afters.extend(c.after for c in ordered[len(afters):])
+                continue
+            depth += 1
+        if best_value == -math.inf:
+            mover_value = 0.0
+        else:
+            bound = 1.0 if proven else UNPROVEN
+            mover_value = max(-bound, min(bound, best_value))
+        reason = "proven win" if proven and best_value >= DECIDED else "search"
         return SearchResult(cands[best_index].move, seat_sign(seat) * mover_value,
                             self.nodes, time.process_time() - start, reason)
 
@@ -171,6 +202,7 @@ class AlphaBeta:
         hint = None
         if entry is not None:
             e_depth, e_value, e_bound, hint = entry
+            e_value = _from_table(e_value, ply)
             if e_depth >= depth:
                 if e_bound == EXACT:
                     return e_value
@@ -181,7 +213,9 @@ class AlphaBeta:
         if ply == 1 and k.reply_width:
             cands = self._replies(pos)
         else:
-            moves, _complete = k.tree_moves(engine, pos)
+            moves, complete = k.tree_moves(engine, pos)
+            if not complete:
+                self.selective = True
             cands = k.order(engine, pos, moves, self.rng, False) if moves else []
         if not cands:  # an engine that reports no outcome yet has no move: call it even
             return 0.0
@@ -204,7 +238,7 @@ class AlphaBeta:
         if self.table_size:
             if len(self.table) >= self.table_size:
                 self.table.clear()
-            self.table[pos] = (depth, best, bound, best_move)
+            self.table[pos] = (depth, _to_table(best, ply), bound, best_move)
         return best
 
     def _replies(self, pos: Any) -> list[Candidate]:
@@ -223,10 +257,12 @@ class AlphaBeta:
             cands = self.replies[pos] = k.order(self.engine, pos, moves, self.rng,
                                                 True)[:k.reply_width]
             self.slowest_replies = max(self.slowest_replies, time.process_time() - now)
+        if len(cands) == self.k.reply_width:
+            self.selective = True  # (perhaps) not every answer
         return cands
 
     def _quiesce(self, pos: Any, alpha: float, beta: float, ply: int) -> float:
-        """The value once the noisy moves are played out (``depth`` 0 and below)."""
+        """The value for the player to move once the noisy moves are played out."""
         stand = self._static(pos)
         if ply >= MAX_PLY:
             return stand
@@ -235,6 +271,8 @@ class AlphaBeta:
         if noisy is None:
             return stand
         moves, forced = noisy
+        if forced:
+            self.selective = True  # ``noisy_moves`` need not hold every way out
         best = -math.inf if forced else stand
         if best >= beta:
             return best
@@ -251,3 +289,22 @@ class AlphaBeta:
                     if alpha >= beta:
                         break
         return best if best > -math.inf else stand
+
+
+def _to_table(value: float, ply: int) -> float:
+    """A value found at ``ply`` as seen from the position itself: a win or loss
+    ``n`` plies below the root is ``n - ply`` plies below the position."""
+    if value >= DECIDED:
+        return value + ply * WIN_DECAY
+    if value <= -DECIDED:
+        return value - ply * WIN_DECAY
+    return value
+
+
+def _from_table(value: float, ply: int) -> float:
+    """The inverse of ``_to_table``: a table value met again at ``ply``."""
+    if value >= DECIDED:
+        return value - ply * WIN_DECAY
+    if value <= -DECIDED:
+        return value + ply * WIN_DECAY
+    return value
