@@ -58,6 +58,11 @@ def alice_moves(mailer: Mailer, db: Database, game: str, rng: random.Random) -> 
     text = engine.format_move(pos, rng.choice(engine.legal_moves(pos)))
     out = mailer.send(f"{game} move 101 alice pw-alice {text}#{board.ply + 1}")
     assert "has been played" in out[0].body, out[0].body
+    if board_row(db, game).to_move == 1 and not board_row(db, game).finished:
+        # the bot's turn: no "To move" line with a password for alice to fill in
+        body = flat(out[0].body)
+        assert "bot1 is one of the server's bots: its move comes by mail" in body, body
+        assert "move 101 bot1" not in body
 
 
 @pytest.mark.parametrize(("game", "flags"), [

@@ -38,6 +38,10 @@ def test_game_help_and_help_topics(mailer: Mailer) -> None:
     assert all(len(line) <= 76 for line in text.splitlines())
     assert mailer.reply("help honeydonuts").split("\n", 1)[1] == text.split("\n", 1)[1]
     assert "move board userid password move[#n]" in mailer.reply("help move")
+    for game in ("amoeba", "exnihilo", "hexamoeba", "honeydonuts"):
+        body = " ".join(mailer.reply(f"{game} help").split())
+        assert f"{game} move board userid password move[#n]" in body
+        assert 'In place of a move: "resign"; "propose"' in body and '"undo"' in body
     assert "no help topic 'dance'" in mailer.reply("help dance")
 
 

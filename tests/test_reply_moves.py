@@ -44,7 +44,7 @@ def test_board_mail_asks_for_a_reply_move(mailer: Mailer) -> None:
     assert mail.reply_to is not None
     local, _, domain = mail.reply_to.partition("@")
     assert domain == "localhost" and local.startswith("pbmserv+b")
-    assert REPLY_LINE in flat(mail.body) and "a1-a2, say" in flat(mail.body)
+    assert REPLY_LINE in flat(mail.body) and "written like a1-a2" in flat(mail.body)
     with mailer.db.transaction() as s:
         bob_mail = s.scalar(select(OutboxMessage).where(
             OutboxMessage.to_addr == "bob@example.org", OutboxMessage.subject.like("New %")))
@@ -120,7 +120,7 @@ def test_a_reply_address_without_a_move_is_told_the_move_will_do(mailer: Mailer)
     out = mailer.send("Re: New Honeydonuts Board 101 alice", "Which move was that?\n",
                       To=mail.reply_to)
     text = flat(out[0].body)
-    assert "your move alone will do: reply again with just the move (a1-a2)" in text
+    assert "your move alone will do: reply again with just the move (written like a1-a2)" in text
     plain = flat(mailer.send("Re: New Honeydonuts Board 101 alice",
                              "Which move was that?\n")[0].body)
     assert "your move alone will do" not in plain

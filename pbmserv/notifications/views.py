@@ -73,6 +73,7 @@ def summary_context(session: Session, engine: AnyEngine, board: Board,
         "watchers": watchers,
         "status": status_line(engine, board),
         "to_move": None if board.finished else player_of(board, board.to_move).userid,
+        "bot_to_move": not board.finished and player_of(board, board.to_move).bot is not None,
         "rows": rows,
         "hidden": first - 1,
         # the time of the last move itself (an undo or an offer changes the board later)
