@@ -48,7 +48,7 @@ def take_turn(db: Database, settings: Settings, turn: BotTurn) -> bool:
     move: str | None = None
     accept: bool | None = None
     if turn.request is RequestKind.DRAW:
-        accept = bot.accepts_draw(engine, position, turn.seat)
+        accept = bot.accepts_draw(engine, position, turn.seat, plies=turn.ply)
     elif turn.request is RequestKind.UNDO:
         accept = bot.accepts_undo(engine, position, turn.seat)
     else:

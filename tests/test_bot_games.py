@@ -17,9 +17,9 @@ import pytest
 from sqlalchemy import func, select
 
 from pbmserv.bot_loop import BotLoop, take_turn
-from pbmserv.bots import get_bot
+from pbmserv.bots import DRAW_MARGIN, get_bot
 from pbmserv.config import Settings
-from pbmserv.db.models import Board, BoardPlayer, Move, OutboxMessage, User
+from pbmserv.db.models import Board, BoardPlayer, BoardRating, Move, OutboxMessage, User
 from pbmserv.db.session import Database
 from pbmserv.games import get_engine
 from pbmserv.server import Server
@@ -178,7 +178,7 @@ def test_bots_grant_undo_and_answer_draws_by_their_rule(mailer: Mailer, db: Data
     bot = get_bot("bot1")
     assert engine is not None and bot is not None
     pos = engine.load(board.position, board.position_version)
-    expected = bot.accepts_draw(engine, pos, 1)
+    expected = bot.accepts_draw(engine, pos, 1, plies=board.ply)
     mailer.send("honeydonuts move 101 alice pw-alice draw")
     assert loop.once() == 1
     board = board_row(db, "honeydonuts")
@@ -189,6 +189,29 @@ def test_bots_grant_undo_and_answer_draws_by_their_rule(mailer: Mailer, db: Data
         assert told is not None
     assert ("accepted" if expected else "rejected") in flat(told.body), told.body
     assert bot_mail_count(db) == 0
+
+
+def test_no_draw_at_once_with_a_bot(mailer: Mailer, db: Database, settings: Settings) -> None:
+    # a draw agreed before the game has run is refused (else a draw at once would be a
+    # cheap way to take rating from a stronger bot)
+    mailer.signup("alice")
+    mailer.send("honeydonuts challenge alice bot1")
+    engine = get_engine("honeydonuts")
+    bot = get_bot("bot1")
+    assert engine is not None and bot is not None
+    board = board_row(db, "honeydonuts")
+    pos = engine.load(board.position, board.position_version)
+    assert abs(bot.estimate(engine, pos, 1)) < DRAW_MARGIN  # an even start
+    mailer.send("honeydonuts move 101 alice pw-alice propose")
+    assert BotLoop(db, settings).once() == 1
+    board = board_row(db, "honeydonuts")
+    assert not board.finished and board.request_kind is None
+    with db.transaction() as s:
+        told = s.scalar(select(OutboxMessage).where(OutboxMessage.to_addr == "alice@example.org")
+                        .order_by(OutboxMessage.id.desc()).limit(1))
+        assert told is not None
+        assert s.scalar(select(func.count()).select_from(BoardRating)) == 0
+    assert "rejected" in flat(told.body), told.body
 
 
 def test_bots_never_time_out_but_their_opponents_do(mailer: Mailer, db: Database,
@@ -255,6 +278,8 @@ def test_help_bots(mailer: Mailer) -> None:
     assert "bot1 quick: at most 0.25 s of thought a move" in text
     assert "bot3 strong: at most 3 s of thought a move" in text
     assert "a bot always lets you take back your last move" in text
+    assert "It agrees to a draw when it rates its own position clearly worse, or, after 20 " \
+        "moves each, when it does not rate it clearly better" in text
     assert (f"at most {BOT_BOARDS_PER_PLAYER} boards against the bots at once"
             in text)
     assert "bots" in flat(mailer.reply("help")).split("the topics")[1]

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from pbmserv.bots import (
     BOT_NAMES,
     DRAW_MARGIN,
+    DRAW_PLIES,
     LEVELS,
     Bot,
     RandomBot,
@@ -204,7 +205,7 @@ def test_finished_games_are_refused() -> None:
         with pytest.raises(ValueError, match="over"):
             bot.choose(engine, over)
         with pytest.raises(ValueError, match="over"):
-            bot.accepts_draw(engine, over, 0)
+            bot.accepts_draw(engine, over, 0, plies=3)
 
 
 # -- seeds and budgets ------------------------------------------------------------------
@@ -258,10 +259,13 @@ def test_a_draw_is_refused_when_winning_and_accepted_when_losing() -> None:
     pos = engine.play_all(engine.new(), WIN_IN_ONE["honeydonuts"])  # Red wins at once
     bot = TINY[0]
     assert bot.estimate(engine, pos, 0) == 1.0 > DRAW_MARGIN
-    assert not bot.accepts_draw(engine, pos, 0)
+    assert not bot.accepts_draw(engine, pos, 0, plies=2)
+    assert not bot.accepts_draw(engine, pos, 0, plies=1000)
     assert bot.estimate(engine, pos, 1) == -1.0
-    assert bot.accepts_draw(engine, pos, 1)
-    assert RandomBot().accepts_draw(engine, pos, 0)  # it has no opinion: 0 <= margin
+    assert bot.accepts_draw(engine, pos, 1, plies=2)
+    # the random mover has no opinion (0): it agrees once the game has run long enough
+    assert not RandomBot().accepts_draw(engine, pos, 0, plies=2)
+    assert RandomBot().accepts_draw(engine, pos, 0, plies=DRAW_PLIES)
 
 
 def test_the_draw_rule_follows_the_estimate_and_its_margin() -> None:
@@ -277,9 +281,15 @@ def test_the_draw_rule_follows_the_estimate_and_its_margin() -> None:
         def estimate(self, engine: AnyEngine, pos: Any, seat: int) -> float:
             return self.opinion
 
-    assert Opinionated(DRAW_MARGIN).accepts_draw(engine, pos, 0)
-    assert not Opinionated(DRAW_MARGIN + 0.01).accepts_draw(engine, pos, 0)
-    assert Opinionated(-0.9).accepts_draw(engine, pos, 1)
+    # early on, only a bot that stands clearly worse agrees: nobody gains rating from
+    # a stronger bot by a draw at once
+    assert Opinionated(-DRAW_MARGIN).accepts_draw(engine, pos, 0, plies=0)
+    assert not Opinionated(-DRAW_MARGIN + 0.01).accepts_draw(engine, pos, 0, plies=0)
+    assert not Opinionated(0.0).accepts_draw(engine, pos, 0, plies=DRAW_PLIES - 1)
+    # later, any bot that does not stand clearly better
+    assert Opinionated(DRAW_MARGIN).accepts_draw(engine, pos, 0, plies=DRAW_PLIES)
+    assert not Opinionated(DRAW_MARGIN + 0.01).accepts_draw(engine, pos, 0, plies=10**6)
+    assert Opinionated(-0.9).accepts_draw(engine, pos, 1, plies=1)
 
 
 def test_hexamoeba_agreement_counts_stacks_and_is_never_a_loss() -> None:
@@ -289,9 +299,9 @@ def test_hexamoeba_agreement_counts_stacks_and_is_never_a_loss() -> None:
     pos = engine.play_all(engine.new(), ("b3-c3",))
     assert engine.agreed_outcome(pos).winner == 1
     bot = TINY[0]
-    assert bot.accepts_draw(engine, pos, 1)  # Black wins by agreement
-    assert not bot.accepts_draw(engine, pos, 0)  # White would lose by agreement
-    assert not RandomBot().accepts_draw(engine, pos, 0)
+    assert bot.accepts_draw(engine, pos, 1, plies=1)  # Black wins by agreement
+    assert not bot.accepts_draw(engine, pos, 0, plies=1)  # White would lose by agreement
+    assert not RandomBot().accepts_draw(engine, pos, 0, plies=DRAW_PLIES)
 
 
 # -- matches -------------------------------------------------------------------------------

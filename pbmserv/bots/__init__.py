@@ -2,7 +2,7 @@
 
     bot = get_bot("bot2")
     text = bot.choose(engine, pos, seed=42)          # canonical move notation
-    bot.accepts_draw(engine, pos, seat)               # agree to end the game now?
+    bot.accepts_draw(engine, pos, seat, plies=n)      # agree to end the game now?
     bot.accepts_undo(engine, pos, seat)               # let the opponent take back?
 
 ``random`` plays any legal move; ``bot1``..``bot3`` search (Monte Carlo tree search,
@@ -22,6 +22,7 @@ from pbmserv.bots.match import (
 )
 from pbmserv.bots.players import (
     DRAW_MARGIN,
+    DRAW_PLIES,
     LEVELS,
     Bot,
     Decision,
@@ -44,6 +45,7 @@ __all__ = [
     "BOT_NAMES",
     "DEFAULT_MAX_PLIES",
     "DRAW_MARGIN",
+    "DRAW_PLIES",
     "LEVELS",
     "Bot",
     "Decision",

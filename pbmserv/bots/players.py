@@ -3,14 +3,16 @@
 Every bot answers with the canonical notation of a legal move.  The three search
 levels differ only in their thinking budget (``LEVELS``): a number of search
 iterations (positions visited, for alpha-beta; fewer in games whose positions are
-slow to work out, see ``Knowledge.iteration_scale``) and a hard cap in CPU seconds that a move never
-exceeds.
+slow to work out, see ``Knowledge.iteration_scale``) and a hard cap in CPU seconds
+that a move never exceeds.
 
 Draw offers and undo requests follow one rule for every bot (``accepts_draw``,
 ``accepts_undo``): a bot accepts an offer to end the game when the agreed result is
-a win for it, or a draw while its own estimate of the position is not better than
-``DRAW_MARGIN`` (on a scale from -1, lost, to +1, won); it never agrees to lose; it
-grants every undo request.
+a win for it; a draw when its own estimate of the position (on a scale from -1,
+lost, to +1, won) is ``DRAW_MARGIN`` or more below even, or, once the game has run
+``DRAW_PLIES`` plies, when it is not more than ``DRAW_MARGIN`` above even (so that a
+game drawn at once, to gain rating from a stronger bot, is never agreed); it never
+agrees to lose; it grants every undo request.
 """
 
 from __future__ import annotations
@@ -27,8 +29,11 @@ from pbmserv.bots.mcts import Budget, Search
 from pbmserv.bots.per_game import knowledge_for
 from pbmserv.games import AnyEngine
 
-#: a bot agrees to a draw unless it rates its own position above this
+#: a bot agrees to a draw when it rates its own position this far below even, or,
+#: after ``DRAW_PLIES`` plies, unless it rates it more than this above even
 DRAW_MARGIN = 0.25
+#: plies (moves of either side) after which a bot agrees to draw an even game
+DRAW_PLIES = 40
 
 
 @dataclass(frozen=True)
@@ -70,15 +75,16 @@ class Bot(ABC):
     def estimate(self, engine: AnyEngine, pos: Any, seat: int) -> float:
         """How good ``pos`` is for ``seat``, from -1 (lost) to +1 (won)."""
 
-    def accepts_draw(self, engine: AnyEngine, pos: Any, seat: int) -> bool:
+    def accepts_draw(self, engine: AnyEngine, pos: Any, seat: int, *, plies: int) -> bool:
         """Whether the bot playing ``seat`` agrees to end the game now by agreement
         (``engine.agreed_outcome``: a draw in most games; in hexamoeba the side with
-        more stacks wins)."""
+        more stacks wins), ``plies`` plies into the game."""
         _check_not_over(engine, pos)
         agreed = engine.agreed_outcome(pos)
         if agreed.winner is not None:
             return agreed.winner == seat
-        return self.estimate(engine, pos, seat) <= DRAW_MARGIN
+        estimate = self.estimate(engine, pos, seat)
+        return estimate <= -DRAW_MARGIN or (plies >= DRAW_PLIES and estimate <= DRAW_MARGIN)
 
     def accepts_undo(self, engine: AnyEngine, pos: Any, seat: int) -> bool:
         """Whether the bot playing ``seat`` lets its opponent take back a move: always."""

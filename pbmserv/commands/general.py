@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from pbmserv.bots import LEVELS
+from pbmserv.bots import DRAW_PLIES, LEVELS
 from pbmserv.commands.base import (
     REGISTRY,
     Command,
@@ -59,7 +59,7 @@ class Help(Command):
         if topic in TOPICS:
             return Result(render(f"help/{topic}.txt.j2", address=ctx.settings.address,
                                  vacation_days=VACATION_DAYS_PER_YEAR, levels=LEVELS,
-                                 bot_boards=BOT_BOARDS_PER_PLAYER),
+                                 bot_boards=BOT_BOARDS_PER_PLAYER, draw_plies=DRAW_PLIES),
                           subject=f"pbmserv help {topic}")
         found = REGISTRY.get((False, topic)) or REGISTRY.get((True, topic))
         if found is None:
