@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,14 @@ def test_rules_moves_prints_the_twelve_first_moves() -> None:
     result = run("rules", "moves", "honeydonuts")
     assert result.exit_code == 0
     assert len(result.output.split()) == 12 and "a1-a2" in result.output.split()
+
+
+def test_a_reader_that_goes_away_is_no_error() -> None:
+    # 'pbmserv rules moves amoeba | head -1': the pipe closes after the first line
+    proc = subprocess.run(
+        f"{shlex.quote(sys.executable)} -m pbmserv rules moves amoeba | head -1",
+        shell=True, capture_output=True, text=True, check=False, timeout=60)
+    assert proc.stdout == "b1-c3\n" and proc.stderr == ""
 
 
 def test_rules_perft_and_after_and_options() -> None:

@@ -128,6 +128,11 @@ class Main(click.Group):
             raise
         except PlayerError as exc:
             raise click.ClickException(exc.message) from None
+        except BrokenPipeError:
+            # the reader went away ('pbmserv rules moves amoeba | head'): no complaint,
+            # and none either from Python flushing standard output at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(1)
         except Exception as exc:
             app = ctx.obj if isinstance(ctx.obj, App) else None
             verbose = app is not None and app.verbose
