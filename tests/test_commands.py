@@ -46,7 +46,9 @@ def test_game_help_and_help_topics(mailer: Mailer) -> None:
 
 
 def test_signup_and_duplicate(mailer: Mailer, db: Database) -> None:
-    assert "Welcome, alice!" in mailer.reply("signup alice s3cret")
+    welcome = mailer.reply("signup alice s3cret")
+    assert "Welcome, alice!" in welcome
+    assert '"honeydonuts challenge alice bot1"' in flat(welcome)
     assert "userid 'ALICE' is taken" in mailer.reply("signup ALICE other")
     with db.transaction() as s:
         user = s.scalar(select(User).where(User.key == "alice"))
