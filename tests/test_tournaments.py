@@ -383,3 +383,29 @@ def test_swiss_on_postgres(pg_mailer: tuple[Mailer, Database]) -> None:
 @pytest.mark.postgres
 def test_leaving_on_postgres(pg_mailer: tuple[Mailer, Database]) -> None:
     test_leaving_and_signing_off_lose_the_games_left(*pg_mailer)
+
+
+def test_swiss_round_one_follows_the_seeds_not_the_join_order(mailer: Mailer,
+                                                               db: Database) -> None:
+    """Five players join in one order and are seeded by rating in another: round 1
+    pairs by the seeds (1-3, 2-4 with the bye to the lowest seed), as docs/commands.md
+    says, not by the order of joining."""
+    from datetime import UTC, datetime
+
+    from pbmserv.db.models import PlayerRating
+
+    joined = ["carol", "alice", "bob", "dave", "zoe"]
+    create(mailer, joined, "-swiss", name="Seeds")
+    ratings = {"bob": 1700.0, "zoe": 1650.0, "dave": 1600.0, "carol": 1550.0,
+               "alice": 1450.0}
+    with db.transaction() as s:
+        for user in s.scalars(select(User).where(User.userid.in_(joined))):
+            s.add(PlayerRating(user_id=user.id, game="honeydonuts",
+                               rating=ratings[user.userid], rd=200.0, volatility=0.06,
+                               rated_at=datetime(2026, 1, 1, tzinfo=UTC)))
+    out = mailer.send("tournament start Seeds carol pw-carol", sender=sender("carol"))
+    text = flat(tournament_mails(out, "Seeds")[0].body)
+    assert ("Players, in seed order (by rating, then by the order of joining): "
+            "bob, zoe, dave, carol, alice.") in text
+    assert "board 101 bob - dave board 102 carol - zoe bye alice (1 point)" in text
+    assert pairs_of(db, 1, "seeds") == ([("bob", "dave"), ("carol", "zoe")], "alice")

@@ -365,6 +365,9 @@ class TournamentService:
         ordered = sorted(players, key=lambda p: -ratings.get(p.user_id, start))  # stable
         for seed, player in enumerate(ordered, start=1):
             player.seed = seed
+        # mail is processed without autoflush: the seeds must reach the database
+        # before round 1 reads the players back in seed order
+        self.session.flush()
         return ordered
 
     def _board(self, tournament: Tournament, number: int, first: User, second: User) -> None:
@@ -378,7 +381,8 @@ class TournamentService:
 
     def _pair(self, tournament: Tournament, number: int) -> None:
         """Pair Swiss round ``number`` among the players still in, and start it."""
-        active = [p for p in entrants(self.session, tournament) if p.withdrawn_at is None]
+        active = sorted((p for p in entrants(self.session, tournament)
+                         if p.withdrawn_at is None), key=lambda p: p.seed or 0)
         users = {p.user_id: p.user for p in active}
         done = pairings(games_of(self.session, tournament))
         found = pair_swiss(swiss_players([p.user_id for p in active], done))
