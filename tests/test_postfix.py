@@ -125,6 +125,11 @@ maillog_file = {root}/maillog
 maillog_file_prefixes = {root}
 smtputf8_enable = no
 biff = no
+# strict about line ends, as against SMTP smuggling: a bare LF in a mail from anyone
+# (the loopback too, which the default exclusions, $mynetworks, would let through) is
+# refused with a 5xx; pbmserv's mails must reach the sink all the same
+smtpd_forbid_bare_newline = reject
+smtpd_forbid_bare_newline_exclusions =
 """
 
 MASTER_CF = """\

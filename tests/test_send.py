@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
+from email import message_from_bytes, policy
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from pbmserv.db.session import Database
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.sender import delivery as send
 from pbmserv.sender import message
+from pbmserv.sender import relay as relay_module
 from pbmserv.sender.delivery import Sender, backoff_seconds
 from tests.conftest import Mailer, free_port, read_maildir, text_of
 
@@ -113,6 +115,34 @@ def test_relay_down_charges_no_mail_and_backlog_goes_out_when_it_answers(
     assert sorted(e.rcpt_tos[0] for e in sink.received) == sorted(
         f"p{i}@example.org" for i in range(30))
     assert {row(db, i).status for i in ids} == {"sent"}
+
+
+def test_a_strict_relay_gets_crlf_line_ends_and_takes_every_mail(
+        db: Database, settings: Settings) -> None:
+    """Every line of a mail on the wire ends in CRLF: a board mail of several KB,
+    text and HTML, reaches a relay that splits lines at CRLF only (no bare LF, which a
+    strict relay, or Postfix with smtpd_forbid_bare_newline, refuses)."""
+    sink = Sink()  # aiosmtpd as it comes: lines end at CRLF, 1,000 bytes at most
+    port = free_port()
+    controller = Controller(sink, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        body = "".join(f"line {i}: " + "x" * 60 + "\n" for i in range(100)) + "Grüße\n"
+        with db.transaction() as s:
+            rid = queue_mail(s, settings, to="bob@example.org", subject="Board",
+                             body=body, html=("<p>" + "y" * 70 + "</p>\n") * 60)
+        assert Sender(db, replace(settings, relay=("127.0.0.1", port))).send_due() == 1
+    finally:
+        controller.stop()
+    assert row(db, rid).status == "sent"
+    [envelope] = sink.received
+    raw = envelope.original_content
+    assert isinstance(raw, bytes) and len(raw) > 8000
+    assert b"\n" not in raw.replace(b"\r\n", b""), "a bare LF reached the relay"
+    assert b"\r" not in raw.replace(b"\r\n", b""), "a bare CR reached the relay"
+    assert max(len(line) for line in raw.split(b"\r\n")) <= 78
+    # the Maildir copy keeps LF, and both are the same mail
+    assert raw.replace(b"\r\n", b"\n") == message.message_bytes(settings, row(db, rid))
 
 
 def test_temporary_refusal_backs_off_that_mail_only(db: Database, settings: Settings,
@@ -281,3 +311,18 @@ def test_a_row_that_cannot_be_made_into_a_mail_is_failed_alone(
     assert Sender(db, settings).send_due() == 2
     assert [row(db, i).status for i in ids] == ["sent", "failed", "sent"]
     assert "ValueError: a bug" in (row(db, ids[1]).last_error or "")
+
+
+def test_a_line_break_in_a_header_value_starts_no_header_of_its_own(
+        db: Database, settings: Settings) -> None:
+    """On the wire every CR is a line end: a subject with a CR or LF in it stays one
+    header (the break becomes a blank), and folding of a long encoded one is kept."""
+    long = "Grüße " * 30
+    for subject in ("Board 101\rBcc: x@evil.example", "Board 101\nBcc: x@evil.example", long):
+        with db.transaction() as s:
+            rid = queue_mail(s, settings, to="bob@example.org", subject=subject, body="Hi\n")
+        wire = relay_module.on_the_wire(message.message_bytes(settings, row(db, rid)))
+        head = wire.split(b"\r\n\r\n", 1)[0]
+        assert not any(line.lower().startswith(b"bcc:") for line in head.split(b"\r\n"))
+        parsed = message_from_bytes(wire, policy=policy.default)
+        assert str(parsed["Subject"]) == subject.replace("\r", " ").replace("\n", " ")

@@ -4,7 +4,7 @@ The server's mail is plain text in UTF-8 with lines of at most 76 columns: 7bit 
 it is ASCII, quoted-printable otherwise; with an HTML part beside it when the row has
 one (multipart/alternative: the text first, the canonical form).  Building the bytes by hand is
 ten times faster than the standard library's EmailMessage and gives the same mail.
-Lines end in LF, as a Maildir wants; smtplib turns them into CRLF for the relay.
+Lines end in LF, as a Maildir wants; the relay gets them as CRLF (relay.on_the_wire).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import quopri
+import re
 from email.header import Header
 from email.utils import format_datetime, formataddr
 
@@ -90,5 +91,11 @@ def _text_part(body: str) -> tuple[list[tuple[str, str]], bytes]:
             quopri.encodestring(body.encode("utf-8")))
 
 
+#: a line break inside a header value that does not continue it (folding goes on with a
+#: blank): it would start a header of its own on the wire, where every CR is a line end
+_BREAK = re.compile(r"\r\n?(?![ \t])|\r|\n(?![ \t])")
+
+
 def _lines(headers: list[tuple[str, str]]) -> bytes:
-    return "".join(f"{name}: {value}\n" for name, value in headers).encode("utf-8")
+    return "".join(f"{name}: {_BREAK.sub(' ', value)}\n"
+                   for name, value in headers).encode("utf-8")

@@ -15,6 +15,14 @@ TIMEOUT = 30.0
 PROBE_TIMEOUT = 5.0
 
 
+def on_the_wire(data: bytes) -> bytes:
+    """A mail as SMTP wants it: every line ending in CRLF (RFC 5321 2.3.8).  smtplib
+    sends bytes as they are, and a bare LF is refused by a strict relay (as "Line too
+    long": it sees the whole mail as one line) or by Postfix set against SMTP
+    smuggling; a bare CR is made a line end too, never passed on."""
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").replace(b"\n", b"\r\n")
+
+
 class RelayDown(Exception):
     """The relay is unreachable or not taking mail at all."""
 
@@ -70,7 +78,7 @@ class RelayConnection:
             smtp = self._smtp or self._open()
             try:
                 # a local part in UTF-8 needs a relay that speaks SMTPUTF8 (RFC 6531)
-                smtp.sendmail(self.sender, [to], data,
+                smtp.sendmail(self.sender, [to], on_the_wire(data),
                               mail_options=() if to.isascii() else ("SMTPUTF8",))
                 return smtp.last_answer
             except smtplib.SMTPNotSupportedError as exc:
