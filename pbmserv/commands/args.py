@@ -59,6 +59,19 @@ def split_move_number(text: str) -> tuple[str, int | None]:
     return move, number
 
 
+def attach_numbers(words: list[str], positions: Sequence[int]) -> list[str]:
+    """``words`` with a ``#n`` written apart ("a3-a4 #11", "a3-a4 # 11") joined to the
+    word at each of ``positions`` that takes one ("a3-a4#11")."""
+    out = list(words)
+    for at in sorted(positions, reverse=True):  # a join moves the words after it
+        if at + 1 >= len(out) or "#" in out[at] or not out[at + 1].startswith("#"):
+            continue
+        out[at] += out.pop(at + 1)
+        if out[at].endswith("#") and at + 1 < len(out) and small_number(out[at + 1]) is not None:
+            out[at] += out.pop(at + 1)
+    return out
+
+
 @dataclass
 class ChallengeFlags:
     """The words after the userids of a challenge or seek."""

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from sqlalchemy.orm import Session
 
+from pbmserv.commands.args import attach_numbers
 from pbmserv.config import Settings
 from pbmserv.db.models import Board, User
 from pbmserv.games import AnyEngine, get_engine
@@ -102,6 +103,8 @@ class Command:
     #: the fewest and most arguments accepted (None: no upper bound)
     min_args: ClassVar[int] = 0
     max_args: ClassVar[int | None] = None
+    #: indexes (into args) of words that take a ``#n``, which may be written apart
+    numbered_args: ClassVar[tuple[int, ...]] = ()
 
     def usage(self, game: str = "game") -> str:
         head = f"{game} {self.name}" if self.per_game else self.name
@@ -161,13 +164,14 @@ def lookup(line: str) -> tuple[Command, Invocation]:
             raise PlayerError(
                 f"{engine.name} has no command {words[1][:40]!r}; its commands are: {verbs}"
             )
-        return found, Invocation(line, verb, words[2:], engine)
+        return found, Invocation(line, verb, attach_numbers(words[2:], found.numbered_args),
+                                 engine)
     found = REGISTRY.get((False, first))
     if found is None:
         raise PlayerError(
             f"{words[0][:40]!r} is neither a command nor a game; send 'help' for the list"
         )
-    return found, Invocation(line, first, words[1:])
+    return found, Invocation(line, first, attach_numbers(words[1:], found.numbered_args))
 
 
 def is_command(line: str) -> bool:

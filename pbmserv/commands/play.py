@@ -93,6 +93,7 @@ class MoveCommand(Command):
                "or request); 'decline' (end a board you have not moved on, with no "
                "result). The body is your comment")
     secret_args = (2,)
+    numbered_args = (3,)
     min_args = 4
     max_args = 4
 

@@ -50,6 +50,7 @@ class Show(Command):
     per_game = True
     arguments = "board[#n] | userid [active|all|inactive|next]"
     summary = "the board (as it was after move n if given), or a player's boards"
+    numbered_args = (0,)
     min_args = 1
     max_args = 2
 

@@ -23,6 +23,7 @@ from pbmserv.db.models import InboundMessage
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus
 from pbmserv.mail.headers import address_of, header
+from pbmserv.mail.mailboxes import first_mailbox, raw_header
 from pbmserv.mail.parse import MAX_HEADER_BYTES
 from pbmserv.mail.text import clean_line
 
@@ -46,7 +47,7 @@ def identify(raw: bytes, envelope: str) -> tuple[str, str, str]:
         head = raw[:MAX_HEADER_BYTES].split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
         headers = BytesHeaderParser(policy=compat32).parsebytes(head)
         message_id = header(headers, "Message-ID")
-        sender = address_of(header(headers, "From")) or address_of(envelope)
+        sender = first_mailbox(raw_header(headers, "From")) or address_of(envelope)
     except Exception:
         message_id, sender = "", address_of(envelope)
     who = sender or envelope.lower()

@@ -19,6 +19,7 @@ from itertools import islice
 from pbmserv.mail.addresses import tag_of
 from pbmserv.mail.headers import MAX_HEADER_VALUE, address_of, header
 from pbmserv.mail.html import html_to_text
+from pbmserv.mail.mailboxes import first_mailbox, raw_header
 from pbmserv.mail.text import clean_text
 
 MAX_COMMAND_LINES = 50
@@ -34,7 +35,21 @@ MAX_COMMENT = 4000
 #: set on every mail the server sends; a mail carrying it is our own, come back
 LOOP_HEADER = "X-Pbmserv-Loop"
 
-_PREFIX = re.compile(r"^(?:(?:re|fwd?|aw|sv|wg|tr|antw|vs) ?(?:\[\d{1,6}\] ?)?: ?)+", re.I)
+#: what mail programs put before a Subject they reply to or forward, in the languages
+#: they speak (the word, any case; a count "[2]" "(2)" "^2" may follow; the colon may be
+#: a full-width one and have a blank before it, as French writes it)
+_PREFIX_WORDS = (
+    "re", "fwd", "fw", "aw", "wg", "sv", "vs", "vb", "vl", "tr", "rv", "antw", "doorst",
+    "réf", "ref", "rép", "rif", "r", "i", "enc", "res", "odp", "pd", "ynt", "ilt", "vá",
+    "továbbítás", "atb", "pārs", "ats", "odg", "απ", "σχετ", "πρθ", "ответ", "отв",
+    "пересл", "回复", "回覆", "答复", "答覆", "转发", "轉寄", "轉發", "返信", "転送", "답장",
+    "회신", "전달", "השב", "הועבר", "رد", "توجيه", "پاسخ",
+)
+#: any run of those words, and of the tags a list or a mail gateway puts first
+#: ("[EXT]", "[teamname]", "[SPAM]")
+_PREFIX = re.compile(
+    r"^(?:\s*(?:\[[^\[\]]{1,40}\]|(?:" + "|".join(sorted(_PREFIX_WORDS, key=len, reverse=True))
+    + r")\.?\s?(?:\[\d{1,6}\]|\(\d{1,6}\)|\^\d{1,6})?\s?[:\uff1a]))+\s*", re.I)
 _QUOTE_INTRO = re.compile(r"^(on .* wrote:|.* schrieb .*:|-+ ?original message ?-+)$", re.I)
 _QUOTE_INTRO_MAX = 300
 # the Subject of one of our board mails (after any Re:): not a command, even though
@@ -44,6 +59,7 @@ _BOARD_SUBJECT = re.compile(
     r"((?: \S+){0,2}| chat from \S+| how to move)", re.I)
 _ADDRESS_LIKE = re.compile(r"[^\s<>(),;:\"\[\]]{1,200}@[^\s<>(),;:\"\[\]]{1,200}")
 _CONTAINER = re.compile(rb"(?im)^content-type:[ \t]*(?:\r?\n[ \t]+)*(?:multipart|message)/")
+_BOM = b"\xef\xbb\xbf"
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
 _FIELD_START = re.compile(rb"(?m)^[^ \t\r\n]")
 
@@ -91,10 +107,13 @@ def parse_message(
     is_command: Callable[[str], bool] = _any_text,
 ) -> ParsedMail:
     """Parse raw bytes.  ``is_command(line)`` tells a command line from prose."""
+    if raw.startswith(_BOM):  # a byte-order mark some Windows tools write first
+        raw = raw[len(_BOM):]
     refusal = prescan(raw)
     msg = _parse(raw, headers_only=bool(refusal))
-    from_addr = address_of(header(msg, "From")) or address_of(envelope_from)
-    reply_to = address_of(header(msg, "Reply-To")) or from_addr
+    # addresses come from the raw headers: an encoded word never supplies one
+    from_addr = first_mailbox(raw_header(msg, "From")) or address_of(envelope_from)
+    reply_to = first_mailbox(raw_header(msg, "Reply-To")) or from_addr
     message_id = header(msg, "Message-ID")[:900] or None
     refs = " ".join(x for x in (header(msg, "References"), message_id or "") if x).strip()
     parsed = ParsedMail(
@@ -150,8 +169,8 @@ _ATTRIBUTION = re.compile(
 def _attribution_end(lines: list[str], i: int) -> int | None:
     """If an attribution starts at line ``i`` (one line, or two when the client wrapped
     it) and quoted text follows it, the index of its last line."""
-    # a wrapped attribution's first line is never one word (that would be the move)
-    for end in (i, i + 1) if len(lines[i].split()) > 1 else (i,):
+    # a wrapped attribution's first line is never a move alone
+    for end in (i, i + 1) if _move_alone(lines[i]) is None else (i,):
         if end < len(lines) and _ATTRIBUTION.search(lines[end][:400]):
             rest = [line for line in lines[end + 1:end + 4] if line.strip()]
             if rest and rest[0].lstrip().startswith(">"):
@@ -159,11 +178,25 @@ def _attribution_end(lines: list[str], i: int) -> int | None:
     return None
 
 
+#: a move with its number written apart: "a3-a4 #11", "a3-a4 # 11"
+_NUMBER_APART = re.compile(r"([^\s#]+)\s+#\s*([0-9]{1,10})")
+
+
+def _move_alone(line: str) -> str | None:
+    """The move a line holds alone: its one word, or a move and its ``#n`` written
+    apart (given as "a3-a4#11"); None for any other line."""
+    words = line.split()
+    if len(words) == 1:
+        return words[0]
+    apart = _NUMBER_APART.fullmatch(line.strip()) if 1 < len(words) <= 3 else None
+    return None if apart is None else f"{apart.group(1)}#{apart.group(2)}"
+
+
 def _find_reply_move(parsed: ParsedMail, body: str, is_command: Callable[[str], bool]) -> bool:
     """A reply to a move-by-reply address: its move is the first line of the body if
-    that is one word (not a command), else the Subject if that is one word.  Quoted
-    text and the client's line above it ("On ..., X wrote:") are passed over, so a
-    reply written below the quote is read too."""
+    that is a move alone (one word, not a command; its ``#n`` may stand apart), else the
+    Subject if that is one.  Quoted text and the client's line above it ("On ..., X
+    wrote:") are passed over, so a reply written below the quote is read too."""
     lines = body.split("\n")
     skip_to = -1
     for i, line in enumerate(lines):
@@ -176,14 +209,15 @@ def _find_reply_move(parsed: ParsedMail, body: str, is_command: Callable[[str], 
         if end is not None:
             skip_to = end
             continue
-        if len(words) == 1 and not is_command(words[0]) and line.rstrip() not in ("--", "-- "):
-            parsed.reply_move = words[0]
+        move = _move_alone(line)
+        if move is not None and not is_command(move) and line.rstrip() not in ("--", "-- "):
+            parsed.reply_move = move
             parsed.comment = comment_text(lines[i + 1:])
             return True
         break
-    subject = parsed.subject.split()
-    if len(subject) == 1 and not is_command(subject[0]):
-        parsed.reply_move = subject[0]
+    move = _move_alone(parsed.subject)
+    if move is not None and not is_command(move):
+        parsed.reply_move = move
         parsed.comment = comment_text(lines)
         return True
     return False
@@ -216,25 +250,61 @@ def _clean_subject(subject: str) -> str:
     return _PREFIX.sub("", subject).strip()
 
 
+#: Precedence values of mail that no robot should answer (RFC 3834 2; auto_reply is
+#: what many autoresponders set)
+_SILENT_PRECEDENCE = ("bulk", "junk", "list", "auto_reply")
+#: headers whose mere presence marks mail from a list or an autoresponder
+_SILENT_HEADERS = ("List-Id", "List-Unsubscribe", "X-Autoreply", "X-Autorespond")
+#: the content types of delivery, read and feedback reports (RFC 3462, 3464, 3798, 5965)
+_REPORTS = ("multipart/report", "message/delivery-status", "message/disposition-notification",
+            "message/feedback-report")
+
+
 def _silent_reason(msg: Message, envelope_from: str, from_addr: str, reply_to: str,
                    own: tuple[str, ...]) -> str:
+    """Why the mail must get no reply (RFC 3834: a robot answers no robot, no list, no
+    report), whoever its envelope sender is; "" when it may get one."""
     env = envelope_from.strip().lower()  # "<>": the null sender; "": not known
     if env == "<>" or env.startswith("mailer-daemon") or from_addr.startswith("mailer-daemon"):
         return "bounce"
-    if from_addr.startswith("postmaster@") and header(msg, "Content-Type").lower().startswith(
-        "multipart/report"
-    ):
-        return "bounce"
+    report = _report_type(msg)
+    if report:
+        return f"a delivery or read report ({report})"
     auto = header(msg, "Auto-Submitted").lower()[:40]
     if auto and auto != "no":
         return f"Auto-Submitted: {auto}"
     precedence = header(msg, "Precedence").lower()
-    if precedence in ("bulk", "junk", "list"):
+    if precedence in _SILENT_PRECEDENCE:
         return f"Precedence: {precedence}"
+    try:
+        present = {str(k).lower() for k, _ in islice(msg.raw_items(), MAX_HEADER_FIELDS)}
+    except Exception:
+        present = set()
+    for name in _SILENT_HEADERS:
+        if name.lower() in present:
+            return f"mail from a list or an autoresponder ({name})"
     if from_addr in own or reply_to in own or header(msg, LOOP_HEADER):
         return "our own mail came back"
     if not reply_to:
         return "no sender"
+    return ""
+
+
+def _content_type(part: Message) -> str:
+    return header(part, "Content-Type").partition(";")[0].strip().lower()
+
+
+def _report_type(msg: Message) -> str:
+    """The report type of a report, "" for any other mail: the mail's own type, or
+    (where a mail program wrapped the report) that of one of its top-level parts."""
+    kind = _content_type(msg)
+    if kind in _REPORTS:
+        return kind
+    if kind.startswith("multipart/") and msg.is_multipart():
+        payload = msg.get_payload()
+        for part in payload[:MAX_PARTS] if isinstance(payload, list) else ():
+            if isinstance(part, Message) and _content_type(part) in _REPORTS:
+                return _content_type(part)
     return ""
 
 
