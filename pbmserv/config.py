@@ -26,6 +26,8 @@ DEFAULT_SMTP = "127.0.0.1:2525"
 DEFAULT_CONFIG = Path("/etc/pbmserv/pbmserv.toml")
 CONFIG_ENV = "PBMSERV_CONFIG"
 LOG_LEVELS = ("debug", "info", "warning", "error")
+#: where a value came from, as ``config show`` says it
+DEFAULT, FILE, ENVIRONMENT, COMMAND_LINE = "default", "file", "environment", "command line"
 #: what "off" is written as, for the listeners
 OFF_WORDS = ("", "off", "no", "none", "false")
 
@@ -56,6 +58,9 @@ class Settings:
     secret: str | None = None
     #: the settings file these settings were read from, if any
     source: Path | None = None
+    #: where each key's value came from, when not the default: (key, FILE or ENVIRONMENT
+    #: or COMMAND_LINE), as ``config show`` marks them
+    origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @property
     def address(self) -> str:
@@ -73,14 +78,28 @@ class Settings:
         env = os.environ if env is None else env
         path = _config_path(config, env)
         values: dict[str, Any] = {}
+        origins: dict[str, str] = {}
         if path is not None:
             values.update(read_file(path))
+            origins.update(dict.fromkeys(values, FILE))
         for key in KEYS:
             name = env_name(key)
             if name in env:
                 values[key] = env[name]
-        settings = cls.from_values(values)
+                origins[key] = ENVIRONMENT
+        settings = replace(cls.from_values(values), origins=tuple(origins.items()))
         return settings if path is None else replace(settings, source=path)
+
+    def origin(self, key: str) -> str:
+        """Where the value of ``key`` came from: DEFAULT, FILE, ENVIRONMENT or
+        COMMAND_LINE."""
+        return dict(self.origins).get(key, DEFAULT)
+
+    def overridden(self, key: str, value: Any) -> Settings:
+        """These settings with ``key`` set on the command line."""
+        return replace(self, **{KEYS[key][0]: value},
+                       origins=(*((k, o) for k, o in self.origins if k != key),
+                                (key, COMMAND_LINE)))
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Settings:
@@ -293,7 +312,8 @@ def _toml(value: Any) -> str:
 
 def as_toml(settings: Settings) -> str:
     """The settings as a settings file would say them, secrets masked, each with its
-    meaning and its environment variable."""
+    meaning and its environment variable, and where its value came from (default,
+    file, environment or command line) in a comment after it."""
     lines = [f"# read from: {settings.source or 'no file'}; "
              "PBMSERV_* variables override the file", ""]
     for key, (name, meaning) in KEYS.items():
@@ -306,5 +326,6 @@ def as_toml(settings: Settings) -> str:
             value = f"{value[0]}:{value[1]}" if value else "off"
         elif value is None:
             value = "off" if key in ("smtp", "lmtp") else ""
-        lines += [f"# {meaning} ({env_name(key)})", f"{key} = {_toml(value)}"]
+        lines += [f"# {meaning} ({env_name(key)})",
+                  f"{key} = {_toml(value)}  # {settings.origin(key)}"]
     return "\n".join(lines) + "\n"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
+import pwd
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ JOURNAL_FORMAT = "%(levelname)s %(name)s: %(message)s"
 PLAIN_FORMAT = "pbmserv: %(message)s"
 SYSLOG_FORMAT = "pbmserv[%(process)d]: %(levelname)s %(name)s: %(message)s"
 SYSLOG_SOCKET = "/dev/log"
+#: the logger of the administrator's actions: always at level info, whatever log_level
+AUDIT = "pbmserv.audit"
 #: set on the handlers set up here, so that a new setup replaces only them
 MARK = "_pbmserv_handler"
 #: syslog priorities of the levels (journald reads them from a "<N>" prefix)
@@ -61,41 +64,108 @@ def plain_stderr() -> None:
             handler.setFormatter(logging.Formatter(PLAIN_FORMAT))
 
 
+def _syslog_handler() -> logging.Handler | None:
+    """A handler to the syslog socket (facility mail); None if there is no socket."""
+    if not Path(SYSLOG_SOCKET).is_socket():  # the handler would drop every line unseen
+        return None
+    try:
+        handler = logging.handlers.SysLogHandler(
+            SYSLOG_SOCKET, facility=logging.handlers.SysLogHandler.LOG_MAIL)
+    except OSError:
+        return None
+    handler.setFormatter(logging.Formatter(SYSLOG_FORMAT))
+    return handler
+
+
+def open_log_file(log_file: Path) -> logging.Handler:
+    """A handler appending to ``log_file``.  Run by root, a file that does not exist yet
+    is made for the owner of its folder (the service's user, whose LogsDirectory it
+    is), never left to root: a service that cannot write its log file fails to start,
+    and would restart for ever.  SettingsError if it cannot be used."""
+    try:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        folder = log_file.parent.stat()
+        made = not log_file.exists()
+        handler = logging.handlers.WatchedFileHandler(log_file)
+        # root's file in the service's folder: the service's
+        if os.geteuid() == 0 and folder.st_uid != 0 and (made or log_file.stat().st_uid == 0):
+            os.chown(log_file, folder.st_uid, folder.st_gid)
+    except OSError as exc:
+        user = _user_name(os.geteuid())
+        try:
+            owner = f" (it belongs to {_user_name(log_file.stat().st_uid)})"
+        except OSError:
+            owner = ""
+        raise SettingsError(f"log_file: user {user} cannot write {log_file}{owner}: "
+                            f"{exc.strerror}; run pbmserv as the service's user "
+                            "(runuser -u pbmserv -- pbmserv ...), give that user the file, "
+                            "or set another log_file") from None
+    handler.setFormatter(logging.Formatter(FORMAT))
+    return handler
+
+
 def setup_logging(level: str, log_file: Path | None = None, syslog: bool = False) -> None:
     """Send the log where the settings say (replacing any earlier setup); raises
-    SettingsError if the file or syslog cannot be opened."""
+    SettingsError if the file cannot be opened.  A syslog with no socket to reach is a
+    warning (on standard error), never a failure: a mail must not wait for a log.
+
+    The administrator's actions (``audit``) go to the log file and to syslog, the
+    latter even without ``syslog = true`` when the socket is there (the journal on
+    Debian), not to standard error: the command says itself what it did."""
     handlers: list[logging.Handler] = []
     stderr = StderrHandler()
     stderr.setFormatter(JournalFormatter(JOURNAL_FORMAT) if os.environ.get("JOURNAL_STREAM")
                         else logging.Formatter(FORMAT))
     handlers.append(stderr)
+    audit_handlers: list[logging.Handler] = []
     if log_file is not None:
-        try:
-            log_file.parent.mkdir(parents=True, exist_ok=True)
-            handler: logging.Handler = logging.handlers.WatchedFileHandler(log_file)
-        except OSError as exc:
-            raise SettingsError(f"log_file: cannot write {log_file}: {exc.strerror}") from None
-        handler.setFormatter(logging.Formatter(FORMAT))
+        handler = open_log_file(log_file)
         handlers.append(handler)
-    if syslog:
-        if not Path(SYSLOG_SOCKET).is_socket():  # the handler would drop every line unseen
-            raise SettingsError(f"syslog: cannot reach {SYSLOG_SOCKET}: there is no syslog "
-                                "socket (is a syslog daemon or journald running?)")
-        try:
-            handler = logging.handlers.SysLogHandler(
-                SYSLOG_SOCKET, facility=logging.handlers.SysLogHandler.LOG_MAIL)
-        except OSError as exc:
-            raise SettingsError(f"syslog: cannot reach {SYSLOG_SOCKET}: {exc.strerror}"
-                                ) from None
-        handler.setFormatter(logging.Formatter(SYSLOG_FORMAT))
-        handlers.append(handler)
+        audit_handlers.append(handler)
+    to_syslog = _syslog_handler()
+    if to_syslog is not None:
+        audit_handlers.append(to_syslog)
+        if syslog:
+            handlers.append(to_syslog)
     root = logging.getLogger()
-    for old in list(root.handlers):  # only our own: a test's capture stays
-        if getattr(old, MARK, False):
-            root.removeHandler(old)
-            old.close()
+    audit_log = logging.getLogger(AUDIT)
+    for logger in (root, audit_log):
+        for old in list(logger.handlers):  # only our own: a test's capture stays
+            if getattr(old, MARK, False):
+                logger.removeHandler(old)
+                old.close()
     for handler in handlers:
         setattr(handler, MARK, True)
         root.addHandler(handler)
+    for handler in audit_handlers:
+        setattr(handler, MARK, True)
+        audit_log.addHandler(handler)
+    audit_log.propagate = False
     root.setLevel(logging.WARNING)
     logging.getLogger("pbmserv").setLevel(level.upper())
+    audit_log.setLevel(logging.INFO)
+    if syslog and to_syslog is None:
+        logging.getLogger("pbmserv.logs").warning(
+            "syslog: there is no syslog socket at %s (is a syslog daemon or journald "
+            "running?): logging without syslog", SYSLOG_SOCKET)
+
+
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def operator() -> str:
+    """Who runs this command: the user behind sudo if any, else this process's user."""
+    name = _user_name(os.getuid())
+    behind = os.environ.get("SUDO_USER")
+    return f"{behind} (as {name})" if behind and behind != name else name
+
+
+def audit(action: str, target: str, outcome: str) -> None:
+    """One line for an administrator's action that changed something, in the log
+    wherever it goes (the journal, log_file, syslog): who, what, on what, and what
+    came of it.  Logged at info whatever log_level says."""
+    logging.getLogger(AUDIT).info("admin %s: %s %s: %s", operator(), action, target, outcome)

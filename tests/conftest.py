@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from pbmserv import logs
 from pbmserv.config import Settings
 from pbmserv.db.migrate import upgrade
 from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.intake.store import store_message
-from pbmserv.logs import MARK
+from pbmserv.logs import AUDIT, MARK
 from pbmserv.processing import process_message
 
 _counter = iter(range(1, 10**9))
@@ -33,13 +34,16 @@ def no_settings_file() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PBMSERV_CONFIG", "")
         patch.setenv("PBMSERV_LOG_LEVEL", "warning")
+        # the administrator's audit lines of the commands tests run stay off this
+        # machine's syslog (a test that wants them gives a socket of its own)
+        patch.setattr(logs, "SYSLOG_SOCKET", "/nonexistent/pbmserv-test/log")
         yield
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        if getattr(handler, MARK, False):
-            root.removeHandler(handler)
-            handler.close()
-    root.setLevel(logging.WARNING)
+    for logger in (logging.getLogger(), logging.getLogger(AUDIT)):
+        for handler in list(logger.handlers):
+            if getattr(handler, MARK, False):
+                logger.removeHandler(handler)
+                handler.close()
+    logging.getLogger().setLevel(logging.WARNING)
     logging.getLogger("pbmserv").setLevel(logging.NOTSET)
     logging.raiseExceptions = True  # deliver turns it off
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
@@ -16,6 +17,7 @@ from pbmserv.db.models import Board, BoardRating, InboundMessage, OutboxMessage,
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus, OutboxStatus
 from pbmserv.games.base import Termination
+from pbmserv.logs import operator
 from pbmserv.service.accounts import authenticate
 from pbmserv.service.errors import PlayerError
 from tests.conftest import Mailer, check_mail_shape
@@ -319,3 +321,85 @@ def test_serve_runs_its_own_worker_only_without_worker_processes(db: Database,
         assert alone.loop is not None and alone.bot_loop is not None and alone.processes == []
     finally:
         alone.stop()
+
+
+# -- the rough edges: bots enabled again, an audit line for each action, the outbox shown -----
+def test_a_disabled_bot_can_be_enabled_again(mailer: Mailer, settings: Settings) -> None:
+    mailer.signup("alice")
+    assert cli(settings, "users", "disable", "bot3").output == "bot3: disabled\n"
+    assert "is disabled" in " ".join(mailer.reply("amoeba challenge alice bot3").split())
+    enabled = cli(settings, "users", "enable", "bot3")
+    assert enabled.exit_code == 0 and enabled.output == "bot3: enabled\n"
+    assert "Amoeba board 101 has been started" in mailer.reply("amoeba challenge alice bot3")
+
+
+def test_every_admin_action_leaves_an_audit_line(mailer: Mailer, settings: Settings,
+                                                 db: Database, tmp_path: Path) -> None:
+    start(mailer)
+    log = tmp_path / "audit.log"
+
+    def run(*args: str) -> None:
+        env = {"PBMSERV_DATABASE_URL": settings.database_url,
+               "PBMSERV_MAILDIR": str(settings.maildir), "PBMSERV_LOG_FILE": str(log)}
+        done = CliRunner().invoke(main, list(args), env=env, input="n3w-pw\nn3w-pw\n")
+        assert done.exit_code == 0, (args, done.output)
+        assert "pbmserv.audit" not in done.output  # the log's, not the terminal's
+
+    first = outbox(db)[0].id
+    run("users", "disable", "carol")
+    run("users", "enable", "carol")
+    run("users", "reset-password", "carol")
+    run("users", "set-email", "carol", "carol@example.net")
+    run("users", "unlock", "carol")
+    run("throttle", "clear", "--all")
+    run("boards", "adjudicate", "honeydonuts", "101", "alice", "--reason", "bob left")
+    run("outbox", "discard", str(first))
+    pending = sum(m.status is OutboxStatus.PENDING for m in outbox(db))
+    run("outbox", "retry", "--all")
+    run("inbox", "purge", "--older-than", "30")
+    who = operator()
+    lines = [line.split("INFO pbmserv.audit: ", 1)[1] for line in log.read_text().splitlines()]
+    assert lines == [
+        f"admin {who}: users disable carol: disabled",
+        f"admin {who}: users enable carol: enabled",
+        f"admin {who}: users reset-password carol: password set",
+        f"admin {who}: users set-email carol: mail goes to carol@example.net",
+        f"admin {who}: users unlock carol: nothing was held",
+        f"admin {who}: throttle clear --all: cleared 0 key(s)",
+        f"admin {who}: boards adjudicate honeydonuts 101: result alice (bob left); "
+        "3 mail(s)",  # alice, bob and carol, who watches
+        f"admin {who}: outbox discard {first}: discarded",
+        f"admin {who}: outbox retry --all: queued {pending} mail(s) again",
+        f"admin {who}: inbox purge --older-than 30: purged 0 incoming and 0 outgoing mail(s)",
+    ]
+
+
+def test_outbox_show_and_lists_by_address(mailer: Mailer, settings: Settings,
+                                          db: Database) -> None:
+    mailer.signup("alice", "bob")
+    with db.transaction() as s:
+        s.execute(update(OutboxMessage).where(OutboxMessage.to_addr == "bob@example.org")
+                  .values(status=OutboxStatus.FAILED, attempts=1,
+                          last_error="550 5.1.1 <bob@example.org>: no such user"))
+    [bob] = [m for m in outbox(db) if m.to_addr == "bob@example.org"]
+    shown = cli(settings, "outbox", "show", str(bob.id))
+    assert shown.exit_code == 0, shown.output
+    head_lines = shown.output.split("\n\n", 1)[0].splitlines()
+    assert head_lines[0] == "status:      failed"
+    assert head_lines[2] == "tries:       1"
+    assert head_lines[3] == "error:       550 5.1.1 <bob@example.org>: no such user"
+    assert head_lines[4:6] == ["To:          bob@example.org",
+                               "Subject:     pbmserv: welcome, bob"]
+    assert shown.output.split("\n\n", 1)[1] == bob.body
+    missing = cli(settings, "outbox", "show", "999")
+    assert missing.exit_code == 1 and "there is no outgoing mail 999" in missing.output
+    failed = cli(settings, "outbox", "list", "--status", "failed", "--address",
+                 "Bob@Example.org").output.splitlines()
+    assert len(failed) == 1 and failed[0].split()[0] == str(bob.id)
+    assert cli(settings, "outbox", "list", "--status", "failed", "--address",
+               "alice@example.org").output == ""
+    assert len(cli(settings, "outbox", "list", "--status", "pending").output.splitlines()) == 1
+    listed = cli(settings, "inbox", "list", "--address", "alice@example.org").output
+    assert len(listed.splitlines()) == 1 and "alice@example.org" in listed
+    assert cli(settings, "inbox", "list", "--address", "carol@example.org").output == ""
+    assert len(cli(settings, "inbox", "list", "--status", "done").output.splitlines()) == 2

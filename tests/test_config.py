@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from click.testing import CliRunner, Result
 from pbmserv.cli import main
 from pbmserv.config import DEFAULT_SMTP, KEYS, Settings, SettingsError, as_toml
 from pbmserv.db.migrate import head
+from pbmserv.version import revision
 from tests.conftest import free_port
 
 
@@ -130,9 +133,50 @@ def test_config_check(tmp_path: Path, db_url: str) -> None:
         in bad.output
 
 
+def test_config_show_says_where_each_value_came_from(tmp_path: Path) -> None:
+    path = write(tmp_path, 'relay = "mail.example.org:587"\nname = "Games"\n')
+    shown = run("--config", str(path), "--log-level", "error", "config", "show",
+                env={"PBMSERV_NAME": "Board games", "PBMSERV_WORKERS": "3"})
+    assert shown.exit_code == 0, shown.output
+    values = {line.split(" = ")[0]: line.split(" = ", 1)[1]
+              for line in shown.output.splitlines() if " = " in line and line[0] != "#"}
+    assert values["relay"] == '"mail.example.org:587"  # file'
+    assert values["name"] == '"Board games"  # environment'  # the environment wins
+    assert values["workers"] == "3  # environment"
+    assert values["log_level"] == '"error"  # command line'
+    assert values["max_size"] == "262144  # default"
+    assert tomllib.loads(shown.output)["name"] == "Board games"  # still TOML
+
+
 def test_version() -> None:
     result = run("--version")
-    assert result.exit_code == 0 and result.output.startswith("pbmserv 0.")
+    assert result.exit_code == 0
+    root = Path(__file__).resolve().parent.parent
+    rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                         capture_output=True, text=True)
+    if rev.returncode != 0:
+        pytest.skip("not a git checkout")
+    dirty = subprocess.run(["git", "-C", str(root), "diff", "--quiet", "HEAD", "--"])
+    assert result.output == (f"pbmserv {metadata.version('pbmserv')} (git {rev.stdout.strip()}"
+                             + ("-modified" if dirty.returncode else "") + ")\n")
+
+
+def test_the_revision_is_the_checkout_s_else_the_one_built_in(tmp_path: Path) -> None:
+    package = tmp_path / "src" / "pbmserv"
+    package.mkdir(parents=True)
+    assert revision(package) is None
+    (package / "REVISION").write_text("0123456789ab\n")
+    assert revision(package) == "0123456789ab"  # an installed build
+    git = ["git", "-C", str(tmp_path / "src"), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (package / "a.py").write_text("x = 1\n")
+    subprocess.run([*git, "add", "pbmserv/a.py"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], check=True)
+    head_rev = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], check=True,
+                              capture_output=True, text=True).stdout.strip()
+    assert revision(package) == head_rev  # a checkout: its own, live
+    (package / "a.py").write_text("x = 2\n")
+    assert revision(package) == f"{head_rev}-modified"
 
 
 def test_failures_are_one_line(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@ healthcheck and a writable volume."""
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import shutil
 import subprocess
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pbmserv import logs
 from pbmserv.config import KEYS, Settings
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
@@ -56,3 +59,32 @@ def test_the_image_has_a_healthcheck_and_a_writable_volume() -> None:
     assert 'CMD ["pbmserv", "status"]' in text
     made = text.index("install -d -o pbmserv -g pbmserv")
     assert made < text.index("VOLUME /var/lib/pbmserv") < text.index("USER pbmserv")
+
+
+def test_logrotate_rotates_and_pbmserv_writes_the_new_file(tmp_path: Path) -> None:
+    logrotate = shutil.which("logrotate", path="/usr/sbin:/usr/bin:/sbin")
+    if logrotate is None:
+        pytest.skip("logrotate is not installed")
+    if os.geteuid() != 0:
+        pytest.skip("logrotate's 'su' needs root")
+    text = (DEPLOY / "pbmserv.logrotate").read_text()
+    assert "/var/log/pbmserv/*.log {" in text and "create 0640 pbmserv pbmserv" in text
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    conf = tmp_path / "pbmserv.logrotate"
+    conf.write_text(text.replace("/var/log/pbmserv", str(folder))
+                    .replace("pbmserv pbmserv", "root root"))
+    log = folder / "pbmserv.log"
+    logs.setup_logging("info", log)
+    logger = logging.getLogger("pbmserv.test")
+    try:
+        logger.info("before the rotation")
+        done = subprocess.run([logrotate, "-f", "-s", str(tmp_path / "state"), str(conf)],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        logger.info("after the rotation")
+    finally:
+        logs.setup_logging("info")
+    assert "before the rotation" in (folder / "pbmserv.log.1").read_text()
+    assert "after the rotation" in log.read_text()
+    assert "before" not in log.read_text()

@@ -4,7 +4,12 @@ password; a log file; journald's priorities."""
 from __future__ import annotations
 
 import logging
+import os
+import pwd
+import shutil
 import socket
+import subprocess
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,7 +18,7 @@ from click.testing import CliRunner
 
 from pbmserv import logs
 from pbmserv.cli import main
-from pbmserv.config import Settings, SettingsError
+from pbmserv.config import Settings
 from pbmserv.db.session import Database
 from pbmserv.intake.store import store_message
 from pbmserv.logs import JournalFormatter
@@ -79,8 +84,6 @@ def test_journald_gets_priorities() -> None:
 def test_syslog_lines_reach_the_socket(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "log"
     monkeypatch.setattr(logs, "SYSLOG_SOCKET", str(path))
-    with pytest.raises(SettingsError, match="there is no syslog socket"):
-        logs.setup_logging("info", syslog=True)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     server.bind(str(path))
     server.settimeout(5)
@@ -93,3 +96,78 @@ def test_syslog_lines_reach_the_socket(tmp_path: Path, monkeypatch: pytest.Monke
     finally:
         logs.setup_logging("info")
         server.close()
+
+
+def test_no_syslog_socket_is_a_warning_never_a_deferral(
+        settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logs, "SYSLOG_SOCKET", str(tmp_path / "no-such-log"))
+    env = {"PBMSERV_DATABASE_URL": settings.database_url, "PBMSERV_MAILDIR": str(settings.maildir),
+           "PBMSERV_SYSLOG": "true"}
+    delivered = CliRunner().invoke(main, ["deliver", "--sender", "alice@example.org"], env=env,
+                                   input=make_mail("help", message_id="<s1@example.org>"))
+    assert delivered.exit_code == 0, delivered.output
+    assert (f"WARNING pbmserv.logs: syslog: there is no syslog socket at "
+            f"{tmp_path / 'no-such-log'} (is a syslog daemon or journald running?): "
+            "logging without syslog") in delivered.output
+    assert len(list((settings.maildir / "new").iterdir())) == 1  # stored and answered
+    listed = CliRunner().invoke(main, ["users", "list"], env=env)
+    assert listed.exit_code == 0 and "WARNING pbmserv.logs: syslog: there is no syslog socket" \
+        in listed.output
+
+
+def test_audit_lines_reach_syslog_without_the_syslog_setting(
+        settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "log"
+    monkeypatch.setattr(logs, "SYSLOG_SOCKET", str(path))
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(str(path))
+    server.settimeout(5)
+    try:
+        env = {"PBMSERV_DATABASE_URL": settings.database_url}
+        done = CliRunner().invoke(main, ["users", "disable", "bot2"], env=env)
+        assert done.exit_code == 0 and done.output == "bot2: disabled\n"
+        line = server.recv(4096).decode().rstrip("\x00")
+        assert line.startswith("<22>pbmserv[")
+        assert line.endswith(f"INFO pbmserv.audit: admin {logs.operator()}: users disable "
+                             "bot2: disabled")
+    finally:
+        logs.setup_logging("info")
+        server.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root makes files for other users")
+def test_root_makes_the_log_file_for_the_owner_of_its_folder(
+        settings: Settings, request: pytest.FixtureRequest) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="pbmserv-logs-"))  # one that nobody reaches
+    request.addfinalizer(lambda: shutil.rmtree(folder, ignore_errors=True))
+    nobody = pwd.getpwnam("nobody")
+    os.chown(folder, nobody.pw_uid, nobody.pw_gid)
+    env = {"PBMSERV_DATABASE_URL": settings.database_url,
+           "PBMSERV_LOG_FILE": str(folder / "pbmserv.log")}
+    assert CliRunner().invoke(main, ["users", "disable", "bot1"], env=env).exit_code == 0
+    made = (folder / "pbmserv.log").stat()
+    assert (made.st_uid, made.st_gid) == (nobody.pw_uid, nobody.pw_gid)
+    # one root made before: given back to the folder's owner too
+    os.chown(folder / "pbmserv.log", 0, 0)
+    assert CliRunner().invoke(main, ["users", "list"], env=env).exit_code == 0
+    assert (folder / "pbmserv.log").stat().st_uid == nobody.pw_uid
+    # the service's user: writes it (a root-made file would have stopped it)
+    os.chmod(folder / "pbmserv.log", 0o640)
+    ran = subprocess.run(["/bin/sh", "-c", 'echo written >> "$0"', str(folder / "pbmserv.log")],
+                         user="nobody", capture_output=True, text=True, timeout=60, cwd="/")
+    assert ran.returncode == 0, ran.stderr
+
+
+def test_a_log_file_that_cannot_be_written_is_one_clear_line(settings: Settings,
+                                                             tmp_path: Path) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    env = {"PBMSERV_DATABASE_URL": settings.database_url,
+           "PBMSERV_LOG_FILE": str(blocked / "pbmserv.log")}
+    done = CliRunner().invoke(main, ["users", "list"], env=env)
+    assert done.exit_code == 1
+    user = pwd.getpwuid(os.geteuid()).pw_name
+    assert done.output == (f"pbmserv: log_file: user {user} cannot write {blocked}/pbmserv.log"
+                           ": File exists; run pbmserv as the service's user (runuser -u "
+                           "pbmserv -- pbmserv ...), give that user the file, or set another "
+                           "log_file\n")

@@ -15,6 +15,7 @@ from sqlalchemy import text
 from pbmserv.cli import main
 from pbmserv.db import migrate
 from pbmserv.db.session import Database
+from tests.conftest import make_mail
 
 
 def cli(url: str, *args: str) -> Result:
@@ -26,7 +27,9 @@ def test_current_history_and_stamp(tmp_path: Path) -> None:
     empty = cli(url, "db", "current")
     assert empty.exit_code == 1 and "none: the database has no pbmserv tables yet" in empty.output
     newest = migrate.head()
-    assert cli(url, "db", "upgrade").output == f"database is up to date (revision {newest})\n"
+    assert cli(url, "db", "upgrade").output == f"database created at revision {newest}\n"
+    assert cli(url, "db", "upgrade").output == \
+        f"database is up to date (revision {newest}): nothing to do\n"
     assert cli(url, "db", "current").output == f"{newest} (current)\n"
     history = cli(url, "db", "history").output.splitlines()
     assert history[0] == "0001  initial schema" and history[-1].startswith(f"{newest}  ")
@@ -36,6 +39,25 @@ def test_current_history_and_stamp(tmp_path: Path) -> None:
     assert cli(url, "db", "stamp", "head").output == f"database stamped {newest}\n"
     bad = cli(url, "db", "stamp", "0042")
     assert bad.exit_code == 1 and "there is no revision '0042'" in bad.output
+
+
+def test_db_upgrade_says_from_which_revision_to_which(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    db = Database(url)
+    migrate.upgrade(db, "0008")
+    db.dispose()
+    done = cli(url, "db", "upgrade")
+    assert done.exit_code == 0
+    assert done.output == f"database upgraded from revision 0008 to {migrate.head()}\n"
+
+
+#: commands that work on the database, each refused on a newer schema
+ADMIN_COMMANDS = [("serve", "--workers", "0"), ("work",), ("db", "upgrade"), ("users", "list"),
+                  ("users", "disable", "bot1"), ("users", "enable", "bot1"),
+                  ("boards", "list"), ("boards", "abandon", "amoeba", "101"),
+                  ("inbox", "list"), ("inbox", "replay", "--all-failed"),
+                  ("outbox", "list"), ("outbox", "show", "1"), ("outbox", "retry", "--all"),
+                  ("throttle", "list"), ("export",), ("bots",), ("db", "downgrade", "0005")]
 
 
 def newer_schema_is_refused(url: str) -> None:
@@ -51,11 +73,21 @@ def newer_schema_is_refused(url: str) -> None:
         assert migrate.current(db) == "0099"  # untouched
     finally:
         db.dispose()
-    for command in (("serve", "--workers", "0"), ("work",), ("db", "upgrade")):
+    for command in ADMIN_COMMANDS:
         result = cli(url, *command)
         assert result.exit_code == 1, command
-        assert result.output.startswith("pbmserv: the database schema is at revision 0099, "
-                                        "newer than this pbmserv knows"), command
+        assert result.output == ("pbmserv: the database schema is at revision 0099, newer "
+                                 f"than this pbmserv knows (up to {migrate.head()}): upgrade "
+                                 "pbmserv (install the version that migrated it)\n"), command
+    # what only looks at the schema says so; a mail is still stored for newer code
+    current = cli(url, "db", "current")
+    assert current.exit_code == 1 and "0099: the database schema is at revision 0099" in \
+        current.output
+    status = cli(url, "status")
+    assert status.exit_code == 1 and "upgrade pbmserv" in status.output
+    delivered = CliRunner().invoke(main, ["deliver"], env={"PBMSERV_DATABASE_URL": url},
+                                   input=make_mail("help"))
+    assert delivered.exit_code == 0, delivered.output
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pbmserv.cli.app import database, main, pass_settings
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import User
+from pbmserv.logs import audit
 from pbmserv.service import admin, throttle
 from pbmserv.service.accounts import existing_user, has_no_password
 from pbmserv.service.errors import PlayerError
@@ -69,6 +70,7 @@ def users_disable(settings: Settings, userid: str) -> None:
     boards go on (abandon them with 'pbmserv boards abandon')."""
     with database(settings).transaction() as session:
         changed = admin.disable(session, userid, utcnow())
+    audit("users disable", userid, "disabled" if changed else "was disabled already")
     click.echo(f"{userid}: " + ("disabled" if changed else "was disabled already"))
 
 
@@ -85,15 +87,18 @@ def users_enable(settings: Settings, userid: str, email: str | None,
     db = database(settings)
     if email is None:
         with db.transaction() as session:
-            if has_no_password(existing_user(session, userid)):
+            user = existing_user(session, userid)
+            if user.disabled_at is None and user.bot is None and has_no_password(user):
                 raise PlayerError(f"no password opens {userid} (an import made it): give its "
                                   f"player's address, 'pbmserv users enable {userid} ADDRESS'")
             changed = admin.enable(session, userid)
+        audit("users enable", userid, "enabled" if changed else "was not disabled")
         click.echo(f"{userid}: " + ("enabled" if changed else "was not disabled"))
         return
     secret = _new_password(password)
     with db.transaction() as session:
         user = admin.hand_over(session, userid, email, secret)
+    audit("users enable", userid, f"enabled, password and address set ({user.email})")
     click.echo(f"{userid}: enabled, password and address set; mail goes to {user.email}")
 
 
@@ -111,6 +116,8 @@ def users_reset_password(settings: Settings, userid: str, by_mail: bool,
     db = database(settings)
     if by_mail:
         sent, until = operations.mail_reset(db, settings, userid)
+        audit("users reset-password --mail", userid,
+              "a code is queued" if sent else "a code went out lately; none queued")
         click.echo(f"{userid}: " + ("a code is queued for the account's address" if sent
                                     else "a code went out less than 10 minutes ago")
                    + f"; valid until {until:%Y-%m-%d %H:%M} UTC")
@@ -118,6 +125,7 @@ def users_reset_password(settings: Settings, userid: str, by_mail: bool,
     secret = _new_password(password)
     with db.transaction() as session:
         admin.reset_password(session, userid, secret)
+    audit("users reset-password", userid, "password set")
     click.echo(f"{userid}: password set")
 
 
@@ -129,6 +137,7 @@ def users_set_email(settings: Settings, userid: str, email: str) -> None:
     """Send USERID's mail to EMAIL from now on."""
     with database(settings).transaction() as session:
         user = admin.set_email(session, userid, email)
+    audit("users set-email", userid, f"mail goes to {user.email}")
     click.echo(f"{userid}: mail goes to {user.email}")
 
 
@@ -139,6 +148,7 @@ def users_unlock(settings: Settings, userid: str) -> None:
     """Let USERID's password be checked again at once (after wrong guesses)."""
     with database(settings).transaction() as session:
         cleared = throttle.clear(session, throttle.account_key(userid))
+    audit("users unlock", userid, "unlocked" if cleared else "nothing was held")
     click.echo(f"{userid}: " + ("unlocked" if cleared else "nothing was held"))
 
 
@@ -169,4 +179,5 @@ def throttle_clear(settings: Settings, key: str | None, clear_all: bool) -> None
         raise click.UsageError("give a KEY (see 'pbmserv throttle list') or --all")
     with database(settings).transaction() as session:
         cleared = throttle.clear(session, None if clear_all else key)
+    audit("throttle clear", "--all" if clear_all else str(key), f"cleared {cleared} key(s)")
     click.echo(f"cleared {cleared} key(s)")

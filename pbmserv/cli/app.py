@@ -16,17 +16,19 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar, cast
 
 import click
 
 from pbmserv.config import LOG_LEVELS, Settings, SettingsError
+from pbmserv.db import migrate
 from pbmserv.db.problems import describe, explain
 from pbmserv.db.session import Database
 from pbmserv.logs import setup_logging
 from pbmserv.service.errors import PlayerError
+from pbmserv.version import version_text
 
 #: exit statuses (sysexits.h): the MTA keeps the mail and retries / refuses it for good
 EX_TEMPFAIL = 75
@@ -84,7 +86,9 @@ class App:
         commands that need the settings (``deliver`` turns it into "try again later");
         the log then goes to standard error only."""
         try:
-            self.loaded = replace(Settings.load(self.config), **self.overrides)
+            self.loaded = Settings.load(self.config)
+            for key, value in self.overrides.items():
+                self.loaded = self.loaded.overridden(key, value)
         except SettingsError as exc:
             self.error = exc
             setup_logging(self.overrides.get("log_level", "info"))
@@ -144,9 +148,16 @@ class Main(click.Group):
             ctx.exit(1)
 
 
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(version_text())
+        ctx.exit()
+
+
 @click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="pbmserv", prog_name="pbmserv",
-                      message="%(prog)s %(version)s")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_show_version,
+              help="Say which pbmserv this is (version, git revision) and exit.")
 @click.option("-c", "--config", metavar="FILE", default=None,
               help="Settings file (TOML); default $PBMSERV_CONFIG, else "
                    "/etc/pbmserv/pbmserv.toml if it exists.")
@@ -188,5 +199,16 @@ def pass_app(f: F) -> F:
     return cast(F, click.make_pass_decorator(App)(f))
 
 
-def database(settings: Settings) -> Database:
-    return Database(settings.database_url)
+def database(settings: Settings, *, any_schema: bool = False) -> Database:
+    """The database of the settings.  Unless ``any_schema``, one whose schema is newer
+    than this code is refused (SchemaError: "upgrade pbmserv"): older code must not
+    work on it.  ``deliver`` (which stores the mail whatever the schema), ``status``
+    and ``db current`` look at the schema themselves."""
+    db = Database(settings.database_url)
+    if not any_schema:
+        try:
+            migrate.refuse_newer(db)
+        except BaseException:
+            db.dispose()
+            raise
+    return db

@@ -11,6 +11,7 @@ from pbmserv.config import Settings
 from pbmserv.db.models import Board
 from pbmserv.db.status import BoardStatus
 from pbmserv.games import get_engine
+from pbmserv.logs import audit
 from pbmserv.notifications.views import status_line
 
 _reason = click.option("--reason", default=None,
@@ -59,6 +60,8 @@ def boards_abandon(settings: Settings, game: str, number: int, reason: str | Non
     """End a board with no result (not rated; in a tournament it counts as a draw). Its
     players and watchers are mailed the board."""
     ended = operations.end_board(database(settings), settings, game, number, None, reason)
+    audit("boards abandon", f"{game.lower()} {number}",
+          f"ended with no result{f' ({reason})' if reason else ''}; {ended.mails} mail(s)")
     click.echo(ended.summary, nl=False)
     click.echo(f"{ended.mails} mail(s) queued")
 
@@ -74,5 +77,7 @@ def boards_adjudicate(settings: Settings, game: str, number: int, winner: str,
     """End a board with WINNER (a player's userid, or draw) as its result, rated like
     any other. Its players and watchers are mailed the board."""
     ended = operations.end_board(database(settings), settings, game, number, winner, reason)
+    audit("boards adjudicate", f"{game.lower()} {number}",
+          f"result {winner}{f' ({reason})' if reason else ''}; {ended.mails} mail(s)")
     click.echo(ended.summary, nl=False)
     click.echo(f"{ended.mails} mail(s) queued")

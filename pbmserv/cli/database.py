@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from pbmserv.cli.app import database, main, pass_settings
-from pbmserv.config import Settings
+from pbmserv.config import Settings, masked_url
 from pbmserv.db import migrate
+from pbmserv.logs import audit
 
 
 @main.group()
@@ -21,10 +22,16 @@ def db_upgrade(settings: Settings) -> None:
     from several processes at once)."""
     database_ = database(settings)
     try:
-        migrate.upgrade(database_)
+        before, after = migrate.upgrade(database_)
     finally:
         database_.dispose()
-    click.echo(f"database is up to date (revision {migrate.head()})")
+    if before == after:
+        click.echo(f"database is up to date (revision {after}): nothing to do")
+        return
+    done = (f"upgraded from revision {before} to {after}" if before is not None
+            else f"created at revision {after}")
+    audit("db upgrade", masked_url(settings.database_url), done)
+    click.echo(f"database {done}")
 
 
 @db.command("downgrade")
@@ -35,9 +42,12 @@ def db_downgrade(settings: Settings, revision: str) -> None:
     What the newer revisions added is lost: back the database up first."""
     database_ = database(settings)
     try:
+        before = migrate.current(database_)
         migrate.downgrade(database_, revision)
     finally:
         database_.dispose()
+    audit("db downgrade", masked_url(settings.database_url),
+          f"from revision {before} to {revision}")
     click.echo(f"database downgraded to revision {revision}")
 
 
@@ -45,7 +55,7 @@ def db_downgrade(settings: Settings, revision: str) -> None:
 @pass_settings
 def db_current(settings: Settings) -> None:
     """The schema's revision, and whether it is this pbmserv's (exit 1 if not)."""
-    database_ = database(settings)
+    database_ = database(settings, any_schema=True)
     try:
         revision = migrate.current(database_)
         try:
@@ -72,9 +82,10 @@ def db_history(settings: Settings) -> None:
 def db_stamp(settings: Settings, revision: str) -> None:
     """Record REVISION (or head) as the schema's without migrating: for a database
     whose tables were made another way. Use with care."""
-    database_ = database(settings)
+    database_ = database(settings, any_schema=True)
     try:
         migrate.stamp(database_, revision)
     finally:
         database_.dispose()
+    audit("db stamp", masked_url(settings.database_url), f"stamped {revision}")
     click.echo(f"database stamped {migrate.head() if revision == 'head' else revision}")

@@ -29,7 +29,7 @@ def status(settings: Settings, inbox_late: int, outbox_late: int) -> None:
     """Queues, ages, failed mail and the schema; exit 1 when unhealthy (for
     monitoring and container healthchecks)."""
     try:
-        db = database(settings)
+        db = database(settings, any_schema=True)
     except Exception as exc:
         s = operations.Status(problems=[f"database: {describe(exc, settings.database_url)}"],
                               reachable=False)

@@ -141,7 +141,7 @@ def deliver(ctx: click.Context, sender: str | None) -> None:
         hard_exit(EX_UNAVAILABLE)
     envelope_from = "" if sender is None else (sender.strip() or "<>")
     try:
-        db = database(settings)
+        db = database(settings, any_schema=True)
         try:
             stored = store_message(db, raw, envelope_from)
         except Exception:  # a new or older schema: migrate it, and try once more

@@ -5,13 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import click
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
 
 from pbmserv import operations
 from pbmserv.cli.app import database, main, pass_settings
 from pbmserv.config import Settings
 from pbmserv.db.models import InboundMessage, OutboxMessage
 from pbmserv.db.status import InboundStatus, OutboxStatus
+from pbmserv.logs import audit
 
 
 @main.group()
@@ -22,14 +23,21 @@ def inbox() -> None:
 @inbox.command("list")
 @click.option("--status", default=None, type=click.Choice([s.value for s in InboundStatus]),
               help="Only messages of this status.")
+@click.option("--address", default=None, metavar="ADDRESS",
+              help="Only mail from this address (its From or envelope sender).")
 @click.option("--limit", default=50, show_default=True)
 @pass_settings
-def inbox_list(settings: Settings, status: str | None, limit: int) -> None:
+def inbox_list(settings: Settings, status: str | None, address: str | None,
+               limit: int) -> None:
     """List stored messages, newest first."""
     with database(settings).reading() as session:
         query = select(InboundMessage).order_by(InboundMessage.id.desc()).limit(limit)
         if status:
             query = query.where(InboundMessage.status == InboundStatus(status))
+        if address:
+            wanted = address.strip().lower()
+            query = query.where(or_(func.lower(InboundMessage.sender) == wanted,
+                                    func.lower(InboundMessage.envelope_from) == wanted))
         for m in session.scalars(query):
             error = (m.error or "").strip().splitlines()[-1:]
             click.echo(f"{m.id:6} {m.status:8} {m.received_at:%Y-%m-%d %H:%M} "
@@ -60,10 +68,13 @@ def inbox_replay(settings: Settings, message_id: int | None, all_failed: bool) -
         raise click.UsageError("give a MESSAGE_ID or --all-failed")
     db = database(settings)
     if message_id is not None:
-        click.echo(f"message {message_id}: {operations.replay(db, settings, message_id)}")
+        result = operations.replay(db, settings, message_id)
+        audit("inbox replay", str(message_id), result)
+        click.echo(f"message {message_id}: {result}")
         return
     done = operations.replay_failed(db, settings)
     for number, result in done:
+        audit("inbox replay --all-failed", str(number), result)
         click.echo(f"message {number}: {result}")
     click.echo(f"replayed {len(done)} message(s)")
 
@@ -77,27 +88,62 @@ def inbox_purge(settings: Settings, days: int) -> None:
     DAYS; failed and waiting mail is kept. A purged mail delivered again would be
     processed again, so keep more days than any MTA retries (a week at least)."""
     purged = operations.purge(database(settings), timedelta(days=days))
+    audit("inbox purge", f"--older-than {days}",
+          f"purged {purged.inbox} incoming and {purged.outbox} outgoing mail(s)")
     click.echo(f"purged {purged.inbox} incoming and {purged.outbox} outgoing mail(s)")
 
 
 @main.group()
 def outbox() -> None:
-    """Outgoing mail: list, retry, discard."""
+    """Outgoing mail: list, show, retry, discard."""
 
 
 @outbox.command("list")
 @click.option("--status", default=OutboxStatus.PENDING.value, show_default=True,
               type=click.Choice([s.value for s in OutboxStatus]))
+@click.option("--address", default=None, metavar="ADDRESS",
+              help="Only mail to this address.")
 @click.option("--limit", default=50, show_default=True)
 @pass_settings
-def outbox_list(settings: Settings, status: str, limit: int) -> None:
-    """List outgoing mail by status."""
+def outbox_list(settings: Settings, status: str, address: str | None, limit: int) -> None:
+    """List outgoing mail by status, newest first."""
+    query = (select(OutboxMessage).where(OutboxMessage.status == OutboxStatus(status))
+             .order_by(OutboxMessage.id.desc()).limit(limit))
+    if address:
+        query = query.where(func.lower(OutboxMessage.to_addr) == address.strip().lower())
     with database(settings).reading() as session:
-        for m in session.scalars(select(OutboxMessage)
-                                 .where(OutboxMessage.status == OutboxStatus(status))
-                                 .order_by(OutboxMessage.id.desc()).limit(limit)):
+        for m in session.scalars(query):
             click.echo(f"{m.id:6} {m.status:8} tries={m.attempts} {m.to_addr}  {m.subject}"
                        + (f"  [{m.last_error}]" if m.last_error else ""))
+
+
+@outbox.command("show")
+@click.argument("outbox_id", type=int)
+@pass_settings
+def outbox_show(settings: Settings, outbox_id: int) -> None:
+    """An outgoing mail: its state, tries and the relay's last answer, its headers and
+    its text."""
+    with database(settings).reading() as session:
+        m = session.get(OutboxMessage, outbox_id)
+        if m is None:
+            raise click.ClickException(f"there is no outgoing mail {outbox_id}")
+        lines = [
+            ("status", f"{m.status}" + (f", sent {m.sent_at:%Y-%m-%d %H:%M:%S} UTC"
+                                        if m.sent_at else "")),
+            ("made", f"{m.created_at:%Y-%m-%d %H:%M:%S} UTC"
+                     + (f", answering inbox #{m.inbound_id}" if m.inbound_id else "")),
+            ("tries", str(m.attempts) + (
+                f", next {m.next_attempt_at:%Y-%m-%d %H:%M:%S} UTC"
+                if m.status is OutboxStatus.PENDING else "")),
+            ("error", m.last_error or "-"),
+            ("To", m.to_addr), ("Subject", m.subject), ("Message-ID", m.message_id),
+            ("In-Reply-To", m.in_reply_to or "-"), ("Reply-To", m.reply_to or "-"),
+            ("HTML", f"{len(m.html_body)} characters" if m.html_body else "none"),
+        ]
+        for name, value in lines:
+            click.echo(f"{name + ':':12} {value}")
+        click.echo("")
+        click.echo(m.body, nl=not m.body.endswith("\n"))
 
 
 @outbox.command("retry")
@@ -110,6 +156,8 @@ def outbox_retry(settings: Settings, outbox_id: int | None, every: bool) -> None
         raise click.UsageError("give an OUTBOX_ID (see 'pbmserv outbox list') or --all")
     db = database(settings)
     queued = operations.retry(db, outbox_id)
+    audit("outbox retry", "--all" if outbox_id is None else str(outbox_id),
+          f"queued {queued} mail(s) again")
     click.echo(f"queued {queued} mail(s) again; sent {operations.send_now(db, settings)}")
 
 
@@ -119,4 +167,5 @@ def outbox_retry(settings: Settings, outbox_id: int | None, every: bool) -> None
 def outbox_discard(settings: Settings, outbox_id: int) -> None:
     """Never send this pending or failed mail (it is kept, marked discarded)."""
     operations.discard(database(settings), outbox_id)
+    audit("outbox discard", str(outbox_id), "discarded")
     click.echo(f"outgoing mail {outbox_id} discarded")

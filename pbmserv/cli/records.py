@@ -12,6 +12,7 @@ from pbmserv.config import Settings
 from pbmserv.db import migrate
 from pbmserv.db.base import utcnow
 from pbmserv.games import ENGINES, get_engine
+from pbmserv.logs import audit
 from pbmserv.records import RecordError, dump_json, dump_text, parse_records
 from pbmserv.service.archive import finished_records, import_records
 
@@ -54,6 +55,8 @@ def import_(settings: Settings, file: TextIO) -> None:
             report = import_records(session, records, utcnow())
     except RecordError as exc:
         raise click.ClickException(f"nothing imported: {exc}") from None
+    audit("import", file.name, f"imported {len(report.boards)} game(s), skipped "
+          f"{len(report.skipped)}, new accounts {len(report.users)}")
     click.echo(f"imported {len(report.boards)} game(s)"
                + (f", skipped {len(report.skipped)} already here" if report.skipped else "")
                + (f"; new disabled accounts: {', '.join(report.users)}" if report.users

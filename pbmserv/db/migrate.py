@@ -86,7 +86,17 @@ def _known(revision: str) -> bool:
 
 def newer_error(revision: str) -> SchemaError:
     return SchemaError(f"the database schema is at revision {revision}, newer than this "
-                       f"pbmserv knows (up to {head()}): install the pbmserv that migrated it")
+                       f"pbmserv knows (up to {head()}): upgrade pbmserv (install the "
+                       "version that migrated it)")
+
+
+def refuse_newer(db: Database) -> str | None:
+    """The database's revision (None: no schema yet); SchemaError if it is newer than
+    this code: older code never works on a newer schema."""
+    revision = current(db)
+    if revision is not None and not _known(revision):
+        raise newer_error(revision)
+    return revision
 
 
 def check(db: Database) -> str:
@@ -152,9 +162,10 @@ def _pragma(connection: Connection, statement: str) -> None:
         cursor.close()
 
 
-def upgrade(db: Database, revision: str = "head") -> None:
+def upgrade(db: Database, revision: str = "head") -> tuple[str | None, str | None]:
     """Migrate the schema to ``revision`` (nothing to do if it is there), one process
-    at a time; refuses a schema newer than this code."""
+    at a time; refuses a schema newer than this code.  Returns the revision before
+    (None: no schema) and after, as found under the lock."""
     cfg = alembic_config(db)
     with _migrating(db) as connection:
         found = _current(connection)
@@ -162,6 +173,7 @@ def upgrade(db: Database, revision: str = "head") -> None:
             raise newer_error(found)
         cfg.attributes["connection"] = connection
         command.upgrade(cfg, revision)
+        return found, _current(connection)
 
 
 def downgrade(db: Database, revision: str) -> None:
