@@ -34,6 +34,10 @@ def templates_dir() -> Path:
 _HANGING = re.compile(r"^(\s*(?:- |\S+\s{2,}))")
 
 
+#: a word that is a web or mail address: never cut when wrapping
+_URL = re.compile(r"<?(https?://|ftp://|www\.|mailto:)\S+$", re.I)
+
+
 def wrap(text: str, width: int = LINE_WIDTH, indent: str = "") -> str:
     """Wrap each line to ``width`` columns, keeping blank lines.
 
@@ -49,9 +53,18 @@ def wrap(text: str, width: int = LINE_WIDTH, indent: str = "") -> str:
         hang = _HANGING.match(body)
         lead = len(body) - len(body.lstrip())
         rest = indent + " " * (len(hang.group(1)) if hang else lead)
+        room = max(1, width - len(rest))
+        words = body.lstrip()
+        has_url = any(len(w) > room and _URL.match(w) for w in words.split())
+        if has_url:
+            # a long URL stays whole on a line of its own (a broken one cannot be
+            # followed); any other long word is cut to fit, as it would be anyway
+            words = " ".join(w if len(w) <= room or _URL.match(w) else
+                             " ".join(w[i:i + room] for i in range(0, len(w), room))
+                             for w in words.split(" "))
         out.extend(
-            textwrap.wrap(body.lstrip(), width=width, initial_indent=indent + " " * lead,
-                          subsequent_indent=rest, break_long_words=True,
+            textwrap.wrap(words, width=width, initial_indent=indent + " " * lead,
+                          subsequent_indent=rest, break_long_words=not has_url,
                           break_on_hyphens=False)
         )
     return "\n".join(out)

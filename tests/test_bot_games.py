@@ -100,7 +100,7 @@ def test_challenge_the_house_and_play_to_the_end(mailer: Mailer, db: Database,
                         .order_by(OutboxMessage.id.desc()).limit(1))
         assert last is not None
     assert "Game over" in last.subject
-    assert "Game won by" in last.body or "Game was a tie" in last.body, last.body
+    assert "Game won by" in last.body or "Game drawn" in last.body, last.body
     assert bot_mail_count(db) == 0
 
 

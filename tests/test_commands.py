@@ -182,7 +182,13 @@ def test_show_games_preview_moves(mailer: Mailer) -> None:
     shown = mailer.reply("honeydonuts show 101")
     assert "Summary of Honeydonuts Board 101" in shown and "1. a1-a2" in shown
     at0 = mailer.reply("honeydonuts show 101#0")
-    assert "after move 0 (of 1)" in at0 and "a  r   R   r  a" in at0
+    assert at0.startswith("> honeydonuts show 101#0\n"
+        "Honeydonuts Board 101 at the start, before move 1 (1 move has been played\n"
+        "since; \"honeydonuts show 101\" shows it now):\n")
+    assert "a  r   R   r  a" in at0
+    at1 = mailer.reply("honeydonuts show 101#1")
+    assert at1.startswith("> honeydonuts show 101#1\n"
+                          "Honeydonuts Board 101 after move 1, the last move so far:\n")
     assert "board 101 has moves 1 to 1; there is no #5" in mailer.reply("honeydonuts show 101#5")
     games = mailer.reply("honeydonuts games bob next")
     assert "101   alice vs bob: It is bob's turn (Blue), move 2." in games
@@ -240,7 +246,8 @@ def test_offer_to_end_the_game(mailer: Mailer) -> None:
     board_mail = flat(out[1].body)
     assert out[1].to_addr == "bob@example.org" and out[1].subject.endswith(" **")
     assert "alice has offered to end the game by agreement." in board_mail
-    assert "bob answers with the move accept or reject" in board_mail
+    assert ("Open offer: alice offers to end the game by agreement. bob answers with the "
+            'move "accept" or "reject".') in board_mail
     assert "alice writes: Shall we call it a day?" in board_mail
     assert "your opponent must answer it" in mailer.reply(
         "honeydonuts move 101 alice pw-alice accept")
@@ -255,7 +262,7 @@ def test_offer_to_end_the_game(mailer: Mailer) -> None:
     assert "bob writes: Not yet!" in told
     mailer.reply("honeydonuts move 101 alice pw-alice propose")
     out = mailer.send("honeydonuts move 101 alice pw-alice a1-a2")  # alice may still move
-    assert "alice has offered" in flat(out[1].body)
+    assert "Open offer: alice offers to end the game by agreement." in flat(out[1].body)
     out = mailer.send("honeydonuts move 101 bob pw-bob e1-e2", sender="bob@example.org")
     lapsed = flat(out[1].body)  # bob moved instead of answering: the offer lapses
     assert "Your request to end the game by agreement lapsed: bob played a move" in lapsed
@@ -263,7 +270,8 @@ def test_offer_to_end_the_game(mailer: Mailer) -> None:
         "honeydonuts move 101 bob pw-bob accept")
     mailer.reply("honeydonuts move 101 bob pw-bob propose")
     text = mailer.reply("honeydonuts move 101 alice pw-alice accept#3")
-    assert "Game was a tie: ended by agreement." in text
+    assert "Game drawn: ended by agreement." in text
+    assert "You accepted the offer to end Honeydonuts board 101: the game is over." in text
 
 
 def test_hexamoeba_by_mail_ends_by_agreement_with_counts(mailer: Mailer) -> None:

@@ -73,7 +73,7 @@ def test_a_digest_instead_of_a_mail_per_move(mailer: Mailer, db: Database,
     body = flat(mail.body)
     for number, move in ((101, "a1-a2"), (102, "a1-b1"), (103, "a1-a2")):
         assert f"Honeydonuts board {number}: your move, #2." in body
-        assert f"bob played {move} Board {number}!" in body
+        assert f"bob played {move} bob writes: Board {number}!" in body
     assert body.count("Summary of Honeydonuts Board") == 3
     # never twice: the next digest starts after what this one covered
     before = last_id(db)

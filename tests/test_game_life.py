@@ -56,7 +56,8 @@ def test_undo_by_consent_restores_the_exact_position(mailer: Mailer, db: Databas
     out = move(mailer, "bob", "undo", body="Oops, misclick.")
     asked = flat(to(out, "alice").body)
     assert "bob asks to take back their last move." in asked
-    assert "alice answers with the move accept or reject" in asked
+    assert ("Open request: bob asks to take back bob's last move. alice answers with the "
+            'move "accept" or "reject".') in asked
     assert "bob writes: Oops, misclick." in asked
     out = move(mailer, "alice", "accept#3")
     told = flat(to(out, "bob").body)
@@ -95,7 +96,7 @@ def test_undo_after_the_answer_takes_back_both(mailer: Mailer, db: Database) -> 
     assert "you may take back" not in out[0].body
     out = move(mailer, "bob", "accept")
     told = flat(to(out, "alice").body)
-    assert "Move 4 (e2-d2) was taken back" in told and "Move 3 (a3-a2) was taken back" in told
+    assert "Moves 3 (a3-a2) and 4 (e2-d2) were taken back; it is your turn again." in told
     after = board_row(db)
     assert (after.ply, after.to_move) == (2, 0)
     with db.transaction() as s:

@@ -12,14 +12,15 @@ from typing import ClassVar
 
 from sqlalchemy.orm import Session
 
-from pbmserv.commands.args import attach_numbers
+from pbmserv.commands.args import attach_numbers, is_board_ref
 from pbmserv.config import Settings
 from pbmserv.db.models import Board, User
-from pbmserv.games import AnyEngine, get_engine
+from pbmserv.games import ENGINES, AnyEngine, get_engine
 from pbmserv.service.accounts import authenticate
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.events import Event
 from pbmserv.service.games import GameService
+from pbmserv.spelling import closest
 
 MASK = "*****"
 
@@ -121,9 +122,21 @@ class Command:
 
     def check_arity(self, inv: Invocation) -> None:
         n = len(inv.args)
-        if n < self.min_args or (self.max_args is not None and n > self.max_args):
-            few = "few" if n < self.min_args else "many"
-            raise PlayerError(f"too {few} words after {inv.verb!r}", usage=True)
+        if self.arguments.startswith("board ") and not (
+                inv.args and (is_board_ref(inv.args[0]) or inv.args[0][:1].isdigit())):
+            # no word is quoted: in a command out of order any may be a password
+            game = inv.game.name if inv.game else "game"
+            raise PlayerError(
+                f"the board number is missing: it comes right after {inv.verb!r}, like "
+                f"'{game} {inv.verb} 101 ...'; '{game} games <userid>' lists your boards",
+                usage=True)
+        if n < self.min_args:
+            raise PlayerError(f"too few words after {inv.verb!r}: it needs "
+                              f"{self.min_args}{' or more' if self.max_args != n else ''}, "
+                              f"this has {n}", usage=True)
+        if self.max_args is not None and n > self.max_args:
+            raise PlayerError(f"too many words after {inv.verb!r}: it takes at most "
+                              f"{self.max_args}, this has {n}", usage=True)
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         raise NotImplementedError
@@ -160,18 +173,33 @@ def lookup(line: str) -> tuple[Command, Invocation]:
         verb = words[1].lower() if len(words) > 1 else "help"
         found = REGISTRY.get((True, verb))
         if found is None:
-            verbs = ", ".join(c.name for c in all_commands() if c.per_game)
-            raise PlayerError(
-                f"{engine.name} has no command {words[1][:40]!r}; its commands are: {verbs}"
-            )
+            names = [c.name for c in all_commands() if c.per_game]
+            guess = closest(verb, names)
+            meant = f" (did you mean '{engine.name} {guess}'?)" if guess else ""
+            raise PlayerError(f"{engine.name} has no command {words[1][:40]!r}{meant}; its "
+                              f"commands are: {', '.join(names)}")
         return found, Invocation(line, verb, attach_numbers(words[2:], found.numbered_args),
                                  engine)
     found = REGISTRY.get((False, first))
     if found is None:
-        raise PlayerError(
-            f"{words[0][:40]!r} is neither a command nor a game; send 'help' for the list"
-        )
+        raise PlayerError(f"{words[0][:40]!r} is neither a command nor a game"
+                          f"{_did_you_mean(words)}; send 'help' for the list")
     return found, Invocation(line, first, attach_numbers(words[1:], found.numbered_args))
+
+
+def _did_you_mean(words: list[str]) -> str:
+    """A guess at what an unknown first word meant: a game (``amoebe``), a command
+    (``sigup``), or a game's command written without the game (``mvoe``)."""
+    plain = [c.name for c in all_commands() if not c.per_game]
+    guess = closest(words[0], [*ENGINES, *plain])
+    if guess is not None:
+        return f" (did you mean {guess!r}?)"
+    per_game = [c.name for c in all_commands() if c.per_game]
+    guess = words[0].lower() if words[0].lower() in per_game else closest(words[0], per_game)
+    if guess is not None:
+        return (f" (did you mean '<game> {guess}'? a game's commands begin with its name, "
+                f"like '{next(iter(ENGINES))} {guess}')")
+    return ""
 
 
 def is_command(line: str) -> bool:

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from pbmserv.commands.args import board_number, parse_challenge_words, split_move_number
+from pbmserv.commands.args import (
+    board_number,
+    is_board_ref,
+    parse_challenge_words,
+    split_move_number,
+)
 from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
 from pbmserv.commands.general import game_help
 from pbmserv.db.models import Board, User
 from pbmserv.db.status import RequestKind
 from pbmserv.games import AnyEngine
 from pbmserv.notifications import notes_for, notes_of
-from pbmserv.notifications.views import board_subject, board_summary
+from pbmserv.notifications.views import agreed_ending, board_subject, board_summary
 from pbmserv.render import render
 from pbmserv.service.accounts import check_enabled, existing_user
 from pbmserv.service.boards import engine_of, load_board, load_board_by_id
@@ -97,6 +102,15 @@ class MoveCommand(Command):
     min_args = 4
     max_args = 4
 
+    def check_arity(self, inv: Invocation) -> None:
+        if len(inv.args) > self.max_args and is_board_ref(inv.args[0]):
+            # the words are not quoted: any of them may be a password
+            raise PlayerError(
+                "a move is one word, and nothing may follow it on the command line; a "
+                "comment for your opponent goes in the body of the mail, under the "
+                "command", usage=True)
+        super().check_arity(inv)
+
     def run(self, ctx: Context, inv: Invocation) -> Result:
         engine, board, user = acting(ctx, inv)
         text, at = split_move_number(inv.args[3])
@@ -123,7 +137,9 @@ def act(ctx: Context, engine: AnyEngine, board: Board, user: User, word: str) ->
         service.answer(board, user, word == "accept", comment=ctx.comment)
     else:
         service.decline(board, user, comment=ctx.comment)
-    return board_result(ctx, engine, board, user, "commands/act.txt.j2", word=word)
+    agreed = agreed_ending(engine, board) if word in ("propose", "draw") else None
+    return board_result(ctx, engine, board, user, "commands/act.txt.j2", word=word,
+                        agreed=agreed)
 
 
 def reply_move(ctx: Context, tag: str, text: str) -> Result:

@@ -66,7 +66,9 @@ class Note:
 
     def text(self, reader: User | None) -> str:
         you = reader is not None and reader.id == self.subject_id
-        return " ".join(render("note.txt.j2", kind=self.kind, you=you, **self.fields).split())
+        by_you = reader is not None and reader.id == self.actor_id
+        return " ".join(render("note.txt.j2", kind=self.kind, you=you, by_you=by_you,
+                               **self.fields).split())
 
 
 def _seat_user(board: Board, seat: int) -> User:
@@ -101,9 +103,13 @@ def notes_of(board: Board, events: Iterable[Event]) -> list[Note]:
                 "userid": asker.userid, "mover": mover.userid, "request": e.request,
                 "own": e.seat == e.by}, subject_id=asker.id))
         elif isinstance(e, MoveTakenBack):
+            # an undo of two moves is one note: the turn goes to the earlier mover
             user = _seat_user(board, e.seat)
-            notes.append(Note("taken-back", {"userid": user.userid, "ply": e.ply,
-                                             "notation": e.notation}, subject_id=user.id))
+            moves = [(e.ply, e.notation)]
+            if notes and notes[-1].kind == "taken-back":
+                moves = sorted([*notes.pop().fields["moves"], *moves])
+            notes.append(Note("taken-back", {"userid": user.userid, "moves": moves},
+                              subject_id=user.id))
         elif isinstance(e, QueueCleared):
             user = _seat_user(board, e.seat)
             notes.append(Note("queue-cleared", {"expected": e.expected, "played": e.played},

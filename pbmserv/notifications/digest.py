@@ -9,9 +9,7 @@ twice.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -19,52 +17,101 @@ from sqlalchemy.orm import Session
 from pbmserv.db.models import Board, BoardEvent, BoardPlayer, User
 from pbmserv.db.status import BoardStatus
 from pbmserv.games import AnyEngine
+from pbmserv.notifications import comments_of, notes_of
 from pbmserv.notifications.views import board_summary, status_line
 from pbmserv.render import render
 from pbmserv.service.boards import engine_of, player_of
+from pbmserv.service.events import (
+    BoardCreated,
+    ChatSent,
+    Event,
+    GameFinished,
+    MovePlayed,
+    MoveTakenBack,
+    NagDue,
+    event_from_row,
+)
 
 
 @dataclass
 class BoardNews:
     engine: AnyEngine
     board: Board
-    #: (userid, notation, comment or None) of the moves since the last digest
-    moves: list[tuple[str, str, str | None]] = field(default_factory=list)
+    #: what happened since the last digest, in order: (sentence, (userid, comment) or
+    #: None): moves, offers and requests and their answers, moves taken back, queues
+    #: cleared, the end of the game
+    lines: list[tuple[str, tuple[str, str] | None]] = field(default_factory=list)
     status: str = ""
     summary: str = ""
+    #: something happened that the reader did not do themselves
+    news: bool = False
+    #: the id of the user who played the last move seen
+    last_mover: int | None = None
+
+
+def _tell(item: BoardNews, user: User, events: list[Event]) -> None:
+    """Add the lines of ``events`` (one act: a move, or the moves of one undo)."""
+    board = item.board
+    comments = comments_of(board, events)
+    first = events[0]
+    if isinstance(first, MovePlayed):
+        mover = player_of(board, first.seat)
+        text = f"{mover.userid} played {first.notation}" + (
+            " (a queued move)" if first.automatic else "")
+        item.last_mover = mover.id
+        item.news |= mover.id != user.id
+    else:
+        notes = [n for n in notes_of(board, events) if n.only in (None, user.id)]
+        text = " ".join(n.text(user) for n in notes)
+        item.news |= any(n.actor_id != user.id for n in notes)
+        if isinstance(first, GameFinished):
+            # an end by the rules follows a move; a loss on time follows none
+            actor = (player_of(board, first.by).id if first.by is not None
+                     else item.last_mover)
+            item.news |= actor != user.id
+            text = ""  # the status line says how it ended
+    if text or comments:
+        item.lines.append((text, comments[0] if comments else None))
 
 
 def digest(session: Session, user: User, since: int, upto: int) -> tuple[str, str] | None:
     """(subject, body) of the user's digest of events ``since`` < id <= ``upto``, or
-    None when there is nothing to tell."""
+    None when there is nothing to tell: no board waits for their move and nothing
+    they did not do themselves happened on the boards they play."""
     mine = select(BoardPlayer.board_id).where(BoardPlayer.user_id == user.id)
-    events = session.execute(
+    rows = session.execute(
         select(BoardEvent.board_id, BoardEvent.kind, BoardEvent.data)
         .where(BoardEvent.board_id.in_(mine), BoardEvent.id > since, BoardEvent.id <= upto)
         .order_by(BoardEvent.id)).all()
     boards: dict[int, Board] = {b.id: b for b in session.scalars(
-        select(Board).where(Board.id.in_({e.board_id for e in events} | set(session.scalars(
+        select(Board).where(Board.id.in_({r.board_id for r in rows} | set(session.scalars(
             select(Board.id).join(BoardPlayer)
             .where(BoardPlayer.user_id == user.id, Board.status == BoardStatus.ACTIVE))))))}
     news: dict[int, BoardNews] = {}
-    for board_id, kind, data in events:
-        board = boards[board_id]
-        item = news.setdefault(board_id, BoardNews(engine_of(board), board))
-        if kind == "move-played":
-            fields: dict[str, Any] = json.loads(data)
-            mover = player_of(board, int(fields["seat"])).userid
-            item.moves.append((mover, str(fields["notation"]), fields.get("comment")))
+    group: list[Event] = []
+    for board_id, kind, data in rows:
+        event = event_from_row(board_id, kind, data)
+        if event is None or isinstance(event, BoardCreated | NagDue | ChatSent):
+            continue
+        news.setdefault(board_id, BoardNews(engine_of(boards[board_id]), boards[board_id]))
+        if group and (group[0].board_id != board_id or not (
+                isinstance(event, MoveTakenBack) and isinstance(group[-1], MoveTakenBack))):
+            _tell(news[group[0].board_id or 0], user, group)
+            group = []
+        group.append(event)
+    if group:
+        _tell(news[group[0].board_id or 0], user, group)
     waiting = [b for b in boards.values() if b.status is BoardStatus.ACTIVE
                and player_of(b, b.to_move).id == user.id]
     for board in waiting:
         news.setdefault(board.id, BoardNews(engine_of(board), board))
-    ended = [n for n in news.values() if n.board.finished]
+    ended = [n for n in news.values() if n.board.finished and n.news]
     to_move = [news[b.id] for b in sorted(waiting, key=lambda b: (b.game, b.number))]
     if not to_move and not ended:
         return None
     for item in [*to_move, *ended]:
         item.status = status_line(item.engine, item.board)
         item.summary = board_summary(session, item.engine, item.board)
-    subject = render("subjects/digest.txt.j2", count=len(to_move)).strip()
+    subject = render("subjects/digest.txt.j2", count=len(to_move), ended=len(ended)).strip()
     body = render("digest.txt.j2", user=user, to_move=to_move, ended=ended)
     return subject, body

@@ -43,9 +43,23 @@ def status_context(engine: AnyEngine, board: Board) -> dict[str, Any]:
         if board.request_kind is not None and board.request_by is not None:
             context["requester"] = player_of(board, board.request_by).userid
             context["answerer"] = player_of(board, 1 - board.request_by).userid
+            if board.request_kind is RequestKind.DRAW:
+                context["agreed"] = agreed_ending(engine, board)
     elif board.winner is not None:
         context["winner"] = player_of(board, board.winner).userid
     return context
+
+
+def agreed_ending(engine: AnyEngine, board: Board) -> str | None:
+    """How an agreed end would be scored now, where the rules score it (Hexamoeba
+    counts stacks); None where it is a plain draw."""
+    outcome = engine.agreed_outcome(position_of(engine, board))
+    if outcome.winner is None and outcome.reason == "ended by agreement":
+        return None
+    tally = outcome.reason.removeprefix("ended by agreement; ")
+    if outcome.winner is None:
+        return f"{tally}: it would be a draw"
+    return f"{tally}: {player_of(board, outcome.winner).userid} would win"
 
 
 def diagram(engine: AnyEngine, position: Any) -> str:

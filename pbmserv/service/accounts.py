@@ -6,7 +6,7 @@ import math
 import re
 from datetime import datetime
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.base import utcnow
@@ -15,6 +15,7 @@ from pbmserv.db.status import BoardStatus, SeekStatus
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.passwords import check_password, hash_password
 from pbmserv.service.throttle import account_key, record_success, sender_key, throttled
+from pbmserv.spelling import closest
 
 USERID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}$")
 EMAIL_RE = re.compile(r"^[^@\s<>\"',;:]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$")
@@ -35,8 +36,23 @@ def find_user(session: Session, userid: str) -> User | None:
 def existing_user(session: Session, userid: str) -> User:
     user = find_user(session, userid) if USERID_RE.match(userid) else None
     if user is None:
-        raise PlayerError(f"there is no user {userid!r}; players sign up with 'signup'")
+        guess = similar_userid(session, userid)
+        meant = f" (did you mean {guess}?)" if guess else ""
+        raise PlayerError(f"there is no user {userid[:40]!r}{meant}; players sign up with "
+                          "'signup'")
     return user
+
+
+def similar_userid(session: Session, userid: str) -> str | None:
+    """The open account whose userid is nearest ``userid``, if one is a slip away.
+    (Userids are public: the ratings and the web pages list them.)"""
+    if not USERID_RE.match(userid):
+        return None
+    length = func.length(User.key)
+    keys = session.scalars(select(User.userid).where(
+        User.closed_at.is_(None), length >= len(userid) - 2, length <= len(userid) + 2)
+        .order_by(User.id))
+    return closest(userid, keys)
 
 
 def authenticate(session: Session, userid: str, password: str, sender: str,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from dataclasses import fields as dataclass_fields
 from typing import ClassVar
 
 from pbmserv.db.status import RequestKind
@@ -143,3 +144,26 @@ class TournamentFinished(TournamentEvent):
     kind = "tournament-finished"
     #: why it ended before its last round, if it did
     note: str | None = None
+
+
+def _kinds(cls: type[Event]) -> dict[str, type[Event]]:
+    found: dict[str, type[Event]] = {}
+    for sub in cls.__subclasses__():
+        if "kind" in sub.__dict__:
+            found[sub.kind] = sub
+        found.update(_kinds(sub))
+    return found
+
+
+def event_from_row(board_id: int | None, kind: str, data: str) -> Event | None:
+    """The event a board_events row records (None for a kind this version does not
+    know). Enum fields come back as their string values, which compare equal."""
+    cls = _kinds(Event).get(kind)
+    if cls is None:
+        return None
+    fields = json.loads(data)
+    names = {f.name for f in dataclass_fields(cls)}
+    try:
+        return cls(board_id=board_id, **{k: v for k, v in fields.items() if k in names})
+    except TypeError:  # a row written by another version, missing a field
+        return None

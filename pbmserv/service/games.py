@@ -228,10 +228,12 @@ class GameService:
              expected_ply: int | None = None) -> str:
         """Play a move for ``user``; returns its canonical notation."""
         seat = self.seat_of(board, user)
-        self.check_ply(board, expected_ply)
-        if board.to_move not in seats_of(board, user):
+        if board.to_move not in seats_of(board, user) and (
+                expected_ply is None or expected_ply > board.ply):
+            # a #n ahead of the board is a move out of turn, not an old mail
             mover = player_of(board, board.to_move)
             raise PlayerError(f"it is {mover.userid}'s turn, not yours", board=board)
+        self.check_ply(board, expected_ply)
         engine = engine_of(board)
         try:
             # the board is in play, so its position is not over

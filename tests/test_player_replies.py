@@ -1,0 +1,221 @@
+"""What a new player reads when they slip: every wording checked exactly (issue 24)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from pbmserv.config import Settings
+from pbmserv.db.models import OutboxMessage
+from pbmserv.db.session import Database
+from pbmserv.render import wrap
+from pbmserv.spelling import closest, distance
+from pbmserv.timers import run_digests
+from tests.conftest import Mailer
+from tests.test_digest import digest_due, last_id, new_mails
+
+FOOTER = '\n\n--\npbmserv <pbmserv@localhost>: send "help" for the commands.\n'
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def start(mailer: Mailer, game: str = "honeydonuts") -> None:
+    mailer.signup("alice", "bob")
+    mailer.reply(f"{game} challenge alice bob")
+
+
+# -- spelling ----------------------------------------------------------------------------
+def test_edit_distance_and_the_closest_word() -> None:
+    assert distance("mvoe", "move") == 1  # two neighbours swapped: one slip
+    assert distance("amoebe", "amoeba") == 1
+    assert distance("kitten", "sitting") == 3
+    assert distance("", "abc") == 3
+    assert closest("mvoe", ["moves", "move", "show"]) == "move"
+    assert closest("AMOEBE", ["amoeba", "hexamoeba"]) == "amoeba"
+    assert closest("honeydonut", ["honeydonuts", "hexamoeba"]) == "honeydonuts"
+    assert closest("xyzzy", ["move", "show"]) is None
+    assert closest("move", ["move"]) is None  # nothing to correct
+    assert closest("ab", ["cd"]) is None  # two slips in a short word: a different word
+
+
+def test_did_you_mean_a_verb_a_game_and_a_userid(mailer: Mailer) -> None:
+    start(mailer)
+    assert mailer.reply("honeydonuts mvoe 101 alice pw-alice a1-b1") == (
+        "> honeydonuts ...\n"
+        "ERROR: honeydonuts has no command 'mvoe' (did you mean 'honeydonuts move'?);\n"
+        "its commands are: help, challenge, move, resign, decline, queue, seek, join,\n"
+        "unseek, accept, reject, limit, ratings, standings, history, record,\n"
+        "subscribe, unsubscribe, notify, chat, show, games, preview, moves\n" + FOOTER)
+    assert mailer.reply("amoebe challenge alice bob") == (
+        "> amoebe ...\n"
+        "ERROR: 'amoebe' is neither a command nor a game (did you mean 'amoeba'?);\n"
+        "send 'help' for the list\n" + FOOTER)
+    assert mailer.reply("mvoe 101 alice pw-alice a1-b1") == (
+        "> mvoe ...\n"
+        "ERROR: 'mvoe' is neither a command nor a game (did you mean '<game> move'? a\n"
+        "game's commands begin with its name, like 'amoeba move'); send 'help' for\n"
+        "the list\n" + FOOTER)
+    assert mailer.reply("amoeba challenge alice bobb") == (
+        "> amoeba challenge alice bobb\n"
+        "ERROR: there is no user 'bobb' (did you mean bob?); players sign up with\n"
+        "'signup'\n" + FOOTER)
+    # no guess when nothing is near
+    assert "nor a game; send 'help'" in flat(mailer.reply("xyzzy"))
+
+
+def test_a_missing_board_number_is_named(mailer: Mailer) -> None:
+    start(mailer)
+    assert mailer.reply("honeydonuts move alice pw-alice a1-b1") == (
+        "> honeydonuts move ...\n"
+        "ERROR: the board number is missing: it comes right after 'move', like\n"
+        "'honeydonuts move 101 ...'; 'honeydonuts games <userid>' lists your boards\n"
+        "\n"
+        "Write it as: honeydonuts move board userid password move[#n]\n" + FOOTER)
+    assert "the board number is missing: it comes right after 'resign'" in flat(
+        mailer.reply("honeydonuts resign alice pw-alice"))
+
+
+def test_a_move_with_words_after_it_says_where_the_comment_goes(mailer: Mailer,
+                                                                  db: Database) -> None:
+    start(mailer)
+    reply = mailer.reply("honeydonuts move 101 alice pw-alice a1-b1 please")
+    assert reply == (
+        "> honeydonuts move ...\n"
+        "ERROR: a move is one word, and nothing may follow it on the command line; a\n"
+        "comment for your opponent goes in the body of the mail, under the command\n"
+        "\n"
+        "Write it as: honeydonuts move board userid password move[#n]\n" + FOOTER)
+    # written out of order, the password is not echoed either
+    reply = mailer.reply("honeydonuts move 101 alice a1-b1 pw-alice now")
+    assert "pw-alice" not in reply and "a comment for your opponent goes in the body" in flat(
+        reply)
+    with db.transaction() as s:
+        assert not any("pw-alice" in m.body for m in s.scalars(select(OutboxMessage)))
+
+
+def test_out_of_turn_with_a_move_number_says_whose_turn_it_is(mailer: Mailer) -> None:
+    start(mailer)
+    reply = mailer.reply("honeydonuts move 101 bob pw-bob e3-d3#2", sender="bob@example.org")
+    assert reply.startswith("> honeydonuts move 101 bob ***** e3-d3#2\n"
+                            "ERROR: it is alice's turn, not yours\n")
+    # an old or repeated mail is still told so
+    mailer.reply("honeydonuts move 101 alice pw-alice a1-b1#1")
+    reply = mailer.reply("honeydonuts move 101 alice pw-alice a1-b1#1")
+    assert reply.startswith(
+        "> honeydonuts move 101 alice ***** a1-b1#1\n"
+        "ERROR: this would be move 2 of board 101, not move 1; your mail may be old\n"
+        "or sent twice\n")
+
+
+def test_a_hexamoeba_offer_warns_that_agreement_counts_stacks(mailer: Mailer) -> None:
+    start(mailer, "hexamoeba")
+    mailer.reply("hexamoeba move 101 alice pw-alice c2-d2#1")
+    mailer.reply("hexamoeba move 101 bob pw-bob e2-d2#2", sender="bob@example.org")
+    out = mailer.send("hexamoeba move 101 alice pw-alice propose")
+    assert out[0].body.startswith(
+        "> hexamoeba move 101 alice ***** propose\n"
+        "You have offered to end Hexamoeba board 101 by agreement. Mind that\n"
+        "Hexamoeba scores an agreed end by the rules, not as a draw: as the board\n"
+        "stands, White controls 10 stacks, Black 11: bob would win. Your opponent may\n"
+        "answer with the move \"accept\" or \"reject\"; a move of theirs declines it.\n")
+    told = flat(out[1].body)
+    assert ("It is alice's turn (White), move 3. Open offer: alice offers to end the game "
+            "by agreement, scored by the rules as it stands (White controls 10 stacks, "
+            "Black 11: bob would win). bob answers with the move \"accept\" or \"reject\".") \
+        in told
+    # Honey Donuts has plain draws: no warning
+    mailer.reply("honeydonuts challenge alice bob")
+    text = flat(mailer.reply("honeydonuts move 101 alice pw-alice propose"))
+    assert "Mind that" not in text and "scored by the rules" not in text
+
+
+# -- the digest -------------------------------------------------------------------------
+def test_the_digest_tells_offers_answers_and_cleared_queues(mailer: Mailer, db: Database,
+                                                            settings: Settings) -> None:
+    mailer.signup("alice", "bob")
+    mailer.reply("notify alice pw-alice digest daily 7")
+    mailer.reply("honeydonuts challenge bob alice", sender="bob@example.org")
+    mailer.send("honeydonuts move 101 bob pw-bob a1-a2", sender="bob@example.org")
+    mailer.send("honeydonuts move 101 alice pw-alice e3-d3")
+    mailer.send("honeydonuts queue 101 alice pw-alice a1-b1 d1-d2")
+    mailer.send("honeydonuts move 101 bob pw-bob propose", "Call it a day?",
+                sender="bob@example.org")
+    mailer.send("honeydonuts move 101 alice pw-alice reject", "Not yet.")
+    mailer.send("honeydonuts move 101 bob pw-bob a3-a2", "Then this.", sender="bob@example.org")
+    before = last_id(db)
+    digest_due(db)
+    assert run_digests(db, settings) == 1
+    [mail] = new_mails(db, before)
+    assert mail.subject == "pbmserv digest: 1 board waits for your move"
+    assert mail.body.split("\n\nSummary of")[0] == (
+        "Your digest, alice: 1 board waits for your move since the last digest.\n"
+        "\n"
+        "----------------------------------------------------------------------------\n"
+        "Honeydonuts board 101: your move, #4.\n"
+        "Since the last digest:\n"
+        "  bob played a1-a2\n"
+        "  alice played e3-d3\n"
+        "  bob has offered to end the game by agreement.\n"
+        "    bob writes:\n"
+        "      Call it a day?\n"
+        "  You rejected bob's request to end the game by agreement.\n"
+        "    alice writes:\n"
+        "      Not yet.\n"
+        "  bob played a3-a2\n"
+        "    bob writes:\n"
+        "      Then this.\n"
+        "  Your queued moves were cleared: your opponent played a3-a2, not a1-b1.")
+
+
+def test_no_digest_when_nothing_waits_and_nothing_new(mailer: Mailer, db: Database,
+                                                      settings: Settings) -> None:
+    mailer.signup("alice", "bob")
+    mailer.reply("notify alice pw-alice digest daily 7")
+    mailer.reply("honeydonuts challenge alice bob")
+    mailer.send("honeydonuts move 101 alice pw-alice a1-a2")  # now bob's move
+    before = last_id(db)
+    digest_due(db)
+    run_digests(db, settings)
+    assert new_mails(db, before) == []
+    # alice resigns: she knows, her reply said so; nothing else happened
+    mailer.reply("honeydonuts challenge bob alice", sender="bob@example.org")
+    mailer.send("honeydonuts resign 102 alice pw-alice")
+    before = last_id(db)
+    digest_due(db)
+    run_digests(db, settings)
+    assert new_mails(db, before) == []
+    # bob resigns: that is news, though no board waits for alice's move
+    mailer.send("honeydonuts resign 101 bob pw-bob", "Well played.", sender="bob@example.org")
+    before = last_id(db)
+    digest_due(db)
+    assert run_digests(db, settings) == 1
+    [mail] = new_mails(db, before)
+    assert mail.subject == "pbmserv digest: 1 game of yours ended"
+    assert mail.body.startswith(
+        "Your digest, alice: 1 game of yours ended, and no board waits for your move\n"
+        "since the last digest.\n"
+        "\n"
+        "Ended: Honeydonuts board 101. Game won by alice (Red): bob resigned.\n"
+        "Since the last digest:\n"
+        "    bob writes:\n"
+        "      Well played.\n")
+
+
+# -- long URLs --------------------------------------------------------------------------
+URL = "https://example.org/a/long/path/that/goes/on/and/on/for/ever/index.html?page=12345"
+
+
+def test_a_long_url_is_never_cut_when_wrapping() -> None:
+    assert len(URL) > 76
+    assert wrap(f"See {URL} for the opening.") == f"See\n{URL}\nfor the opening."
+    assert wrap(URL, 72, "  ") == f"  {URL}"
+    # any other long word is still cut to fit
+    assert wrap("x" * 100) == "x" * 76 + "\n" + "x" * 24
+    assert wrap(f"{'y' * 80} {URL}") == f"{'y' * 76}\n{'y' * 4}\n{URL}"
+
+
+def test_a_long_url_in_a_comment_reaches_the_opponent_whole(mailer: Mailer) -> None:
+    start(mailer)
+    out = mailer.send("honeydonuts move 101 alice pw-alice a1-a2", f"Read {URL} first.")
+    assert f"\n  {URL}\n" in out[1].body
