@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import shutil
 import smtplib
 import subprocess
@@ -19,6 +20,7 @@ import sysconfig
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -206,11 +208,11 @@ def sink() -> Iterator[tuple[Sink, int]]:
     controller.stop()
 
 
-@pytest.fixture
-def postfix(sink: tuple[Sink, int]) -> Iterator[Instance]:
+@contextmanager
+def private_postfix(sink_port: int, main_cf: str = "") -> Iterator[Instance]:
     """A private Postfix on 127.0.0.1: the game domain games.test is a relay domain,
     its addresses and transports written by ``pbmserv postfix-maps``; mail for
-    example.org (the players) goes to the sink."""
+    example.org (the players) goes to the sink.  ``main_cf``: more lines for main.cf."""
     assert POSTFIX is not None and POSTMAP is not None
     root = Path(tempfile.mkdtemp(prefix="pbmserv-postfix-"))
     root.chmod(0o755)
@@ -222,11 +224,11 @@ def postfix(sink: tuple[Sink, int]) -> Iterator[Instance]:
         shutil.chown(root / "data", "postfix")
         shutil.chown(root / "pipe", PIPE_USER)
         instance.pipe = pipe_command(root)
-        (root / "etc" / "main.cf").write_text(MAIN_CF.format(root=root))
+        (root / "etc" / "main.cf").write_text(MAIN_CF.format(root=root) + main_cf)
         (root / "etc" / "master.cf").write_text(MASTER_CF.format(
             port=instance.port, root=root, pipe_user=PIPE_USER,
             pbmserv=instance.pipe or "/bin/false"))
-        (root / "etc" / "players").write_text(f"example.org\tsmtp:[127.0.0.1]:{sink[1]}\n")
+        (root / "etc" / "players").write_text(f"example.org\tsmtp:[127.0.0.1]:{sink_port}\n")
         subprocess.run([POSTMAP, "-c", str(root / "etc"), f"hash:{root}/etc/players"],
                        check=True)
         settings_file(root / "lmtp" / "pbmserv.toml", root / "lmtp" / "pbmserv.sqlite3",
@@ -255,6 +257,12 @@ def postfix(sink: tuple[Sink, int]) -> Iterator[Instance]:
         if started:
             subprocess.run([POSTFIX, "-c", str(root / "etc"), "stop"], capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def postfix(sink: tuple[Sink, int]) -> Iterator[Instance]:
+    with private_postfix(sink[1]) as instance:
+        yield instance
 
 
 def _answers(port: int) -> bool:
@@ -364,3 +372,150 @@ def test_postfix_delivers_by_pipe_and_keeps_mail_while_settings_are_broken(
     wait_for(lambda: "delivered via pbmserv service" in postfix.log(), lambda: postfix.log())
     assert "pbmserv: received #1: <pipe@example.org> from <bob@example.org>" in postfix.log()
     assert "status=bounced" not in postfix.log()
+
+
+# -- DKIM: OpenDKIM as Postfix's milter signs what pbmserv sends ---------------------------
+OPENDKIM = shutil.which("opendkim", path=SBIN)
+OPENDKIM_GENKEY = shutil.which("opendkim-genkey", path=SBIN)
+#: the selector of the test's key (docs/admin.md: the key's name in DNS)
+SELECTOR = "pbmserv"
+
+#: OpenDKIM's settings as docs/admin.md gives them, in the test's own folder
+OPENDKIM_CONF = """\
+Syslog no
+Mode sv
+Domain games.test
+Selector {selector}
+KeyFile {keys}/{selector}.private
+Socket inet:{port}@127.0.0.1
+Canonicalization relaxed/simple
+OversignHeaders From
+InternalHosts 127.0.0.1
+PidFile {keys}/opendkim.pid
+{user}
+# the test's folder is under /tmp, which other users may write: the docs keep the key
+# in /etc/opendkim/keys, where this check holds
+RequireSafeKeys false
+"""
+
+#: the lines docs/admin.md adds to Postfix's main.cf
+MILTER_MAIN_CF = """\
+smtpd_milters = inet:127.0.0.1:{port}
+non_smtpd_milters = $smtpd_milters
+milter_default_action = accept
+"""
+
+
+@dataclass
+class Signer:
+    port: int
+    #: the TXT record opendkim-genkey wrote for {selector}._domainkey.games.test
+    record: bytes
+    process: subprocess.Popen[bytes]
+
+
+def _dkim_why_not() -> str | None:
+    if OPENDKIM is None or OPENDKIM_GENKEY is None:
+        return "OpenDKIM is not installed (.ci/run installs opendkim and opendkim-tools)"
+    try:
+        import dkim  # noqa: F401
+    except ImportError:
+        return "dkimpy is not installed (pip install -e '.[dev]')"
+    return None
+
+
+def txt_record(zone_line: str) -> bytes:
+    """The TXT record of opendkim-genkey's zone file line: its quoted strings joined."""
+    return "".join(re.findall(r'"([^"]*)"', zone_line)).encode()
+
+
+@pytest.fixture
+def opendkim(tmp_path: Path) -> Iterator[Signer]:
+    why = _dkim_why_not()
+    if why is not None:
+        pytest.skip(why)
+    assert OPENDKIM is not None and OPENDKIM_GENKEY is not None
+    keys = Path(tempfile.mkdtemp(prefix="pbmserv-dkim-"))
+    keys.chmod(0o755)
+    try:
+        subprocess.run([OPENDKIM_GENKEY, "-b", "2048", "-d", "games.test", "-s", SELECTOR,
+                        "-D", str(keys)], check=True, capture_output=True, timeout=120)
+        user = ""
+        try:
+            pwd.getpwnam("opendkim")
+            shutil.chown(keys / f"{SELECTOR}.private", "opendkim")
+            shutil.chown(keys, "opendkim")  # its pid file
+            user = "UserID opendkim"
+        except KeyError:
+            pass
+        port = free_port()
+        conf = keys / "opendkim.conf"
+        conf.write_text(OPENDKIM_CONF.format(selector=SELECTOR, keys=keys, port=port,
+                                             user=user))
+        process = subprocess.Popen([OPENDKIM, "-f", "-x", str(conf)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: process.poll() is not None or _listens(port),
+                     lambda: "OpenDKIM did not listen")
+            if process.poll() is not None:
+                out = process.stdout.read().decode(errors="replace") if process.stdout else ""
+                pytest.skip(f"OpenDKIM cannot start here: {out.strip()[-300:]}")
+            record = txt_record((keys / f"{SELECTOR}.txt").read_text())
+            yield Signer(port, record, process)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    finally:
+        shutil.rmtree(keys, ignore_errors=True)
+
+
+def _listens(port: int) -> bool:
+    import socket
+
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_a_mail_pbmserv_sends_leaves_postfix_signed(opendkim: Signer,
+                                                    sink: tuple[Sink, int]) -> None:
+    import dkim
+
+    keeper, port = sink
+    asked: list[bytes] = []
+
+    def dns(name: bytes, timeout: int = 5) -> bytes | None:
+        asked.append(name)
+        return opendkim.record if name == f"{SELECTOR}._domainkey.games.test.".encode() \
+            else None
+
+    with private_postfix(port, MILTER_MAIN_CF.format(port=opendkim.port)) as postfix:
+        root = postfix.root
+        # pbmserv takes a mail (the pipe's command, run here by hand) and sends its
+        # reply through this Postfix, which has OpenDKIM sign it
+        done = subprocess.run(
+            [sys.executable, "-m", "pbmserv", "--config", str(root / "lmtp" / "pbmserv.toml"),
+             "deliver", "--sender", "alice@example.org"],
+            input=make_mail("signup alice pw-a", To="pbmserv@games.test"),
+            capture_output=True, timeout=120, env={**os.environ, "PBMSERV_CONFIG": ""})
+        assert done.returncode == 0, done.stderr
+        wait_for(lambda: bool(keeper.to("alice@example.org")),
+                 lambda: "no reply to alice:\n" + postfix.log())
+    [mail] = keeper.to("alice@example.org")
+    headers = mail.split(b"\r\n\r\n", 1)[0]
+    assert b"From: pbmserv <pbmserv@games.test>" in headers
+    [signature] = [h for h in re.split(rb"\r\n(?=\S)", headers)
+                   if h.lower().startswith(b"dkim-signature:")]
+    fields = dict(re.findall(rb"(\w+)=([^;]*)", re.sub(rb"\s+", b"", signature[15:])))
+    assert fields[b"d"] == b"games.test" and fields[b"s"] == SELECTOR.encode()
+    assert fields[b"c"] == b"relaxed/simple"
+    signed = fields[b"h"].lower().split(b":")
+    assert {b"from", b"to", b"subject", b"date"} <= set(signed)
+    assert signed.count(b"from") == 2  # oversigned: no second From can be added
+    # dkimpy checks it against the public key (given here instead of DNS)
+    assert dkim.verify(mail, dnsfunc=dns) is True
+    assert asked == [f"{SELECTOR}._domainkey.games.test.".encode()]
+    # the check can fail: a changed Subject or body does not verify
+    assert dkim.verify(mail.replace(b"Subject: pbmserv: welcome", b"Subject: pbmserv: hello"),
+                       dnsfunc=dns) is False
+    assert dkim.verify(mail.replace(b"alice", b"mallory", 3), dnsfunc=dns) is False
