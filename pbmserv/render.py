@@ -19,6 +19,8 @@ import css_inline
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from pbmserv.mail.quotes import mask_addresses
+
 LINE_WIDTH = 76
 
 
@@ -121,6 +123,7 @@ def html_environment() -> Environment:
     )
     env.filters["duration"] = duration
     env.filters["time_taken"] = time_taken
+    env.filters["mask_addresses"] = mask_addresses
     return env
 
 

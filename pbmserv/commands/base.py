@@ -16,6 +16,7 @@ from pbmserv.commands.args import attach_numbers, is_board_ref
 from pbmserv.config import Settings
 from pbmserv.db.models import Board, User
 from pbmserv.games import ENGINES, AnyEngine, get_engine
+from pbmserv.mail.quotes import mask_addresses
 from pbmserv.service.accounts import authenticate
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.events import Event
@@ -52,8 +53,9 @@ class Context:
 
     @property
     def comment(self) -> str:
-        """The comment for others to read: the writer's passwords masked."""
-        return mask_words(self.raw_comment, self.passwords)
+        """The comment for others to read: the writer's passwords and every e-mail
+        address masked (it goes to the opponent, the web pages and the records)."""
+        return mask_addresses(mask_words(self.raw_comment, self.passwords))
 
     def new_events(self) -> list[Event]:
         """The events of the command that is running."""

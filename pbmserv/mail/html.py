@@ -2,8 +2,9 @@
 
 The standard library's HTMLParser takes quadratic time on some hostile input (20,000
 unclosed ``<a`` take half a minute), so the few things needed here are done by hand:
-tags dropped, ``script`` and ``style`` skipped, block tags made line breaks,
-character references decoded.  Every step moves forward, so the work is linear.
+tags dropped, ``script`` and ``style`` skipped, block tags made line breaks (one
+where a block ends and the next begins), character references decoded.  Every step
+moves forward, so the work is linear.
 """
 
 from __future__ import annotations
@@ -23,14 +24,25 @@ def html_to_text(source: str) -> str:
     text = source[:MAX_HTML]
     lower = text.lower()
     out: list[str] = []
+    line_start = True  # nothing but line breaks written since the last line break
+
+    def add(chunk: str) -> None:
+        nonlocal line_start
+        if chunk and not chunk.strip() and "\n" in chunk:
+            # the source's own line breaks between tags are layout, not text
+            chunk = "" if line_start else " "
+        if chunk:
+            out.append(chunk)
+            line_start = chunk.endswith("\n")
+
     i = 0
     n = len(text)
     while i < n:
         lt = text.find("<", i)
         if lt < 0:
-            out.append(text[i:])
+            add(text[i:])
             break
-        out.append(text[i:lt])
+        add(text[i:lt])
         if text.startswith("<!--", lt):
             end = text.find("-->", lt + 4)
             i = n if end < 0 else end + 3
@@ -51,6 +63,8 @@ def html_to_text(source: str) -> str:
             close = text.find(">", end)
             i = n if close < 0 else close + 1
             continue
-        if name in _BREAKS:
+        # a line break for <br>; one for the edges of a block, unless a line just ended
+        if name == "br" or (name in _BREAKS and not line_start):
             out.append("\n")
+            line_start = True
     return html.unescape("".join(out))

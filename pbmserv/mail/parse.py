@@ -20,6 +20,7 @@ from pbmserv.mail.addresses import tag_of
 from pbmserv.mail.headers import MAX_HEADER_VALUE, address_of, header
 from pbmserv.mail.html import html_to_text
 from pbmserv.mail.mailboxes import first_mailbox, raw_header
+from pbmserv.mail.quotes import own_words, without_quoted_html
 from pbmserv.mail.text import clean_text
 
 MAX_COMMAND_LINES = 50
@@ -50,8 +51,6 @@ _PREFIX_WORDS = (
 _PREFIX = re.compile(
     r"^(?:\s*(?:\[[^\[\]]{1,40}\]|(?:" + "|".join(sorted(_PREFIX_WORDS, key=len, reverse=True))
     + r")\.?\s?(?:\[\d{1,6}\]|\(\d{1,6}\)|\^\d{1,6})?\s?[:\uff1a]))+\s*", re.I)
-_QUOTE_INTRO = re.compile(r"^(on .* wrote:|.* schrieb .*:|-+ ?original message ?-+)$", re.I)
-_QUOTE_INTRO_MAX = 300
 # the Subject of one of our board mails (after any Re:): not a command, even though
 # "board" is also a verb ("<game> board 101 uid pw move" has three more words)
 _BOARD_SUBJECT = re.compile(
@@ -328,11 +327,22 @@ def _part_text(part: Message) -> str:
 
 
 def _unflow(text: str, delsp: bool) -> str:
+    """format=flowed text as lines (RFC 3676): a line ending in a space goes on in the
+    next line of the same quote depth."""
     out: list[str] = []
     buf = ""
+    depth = -1
     for line in text.replace("\r\n", "\n").split("\n"):
+        level = len(line) - len(line.lstrip(">"))
+        prefix, line = line[:level], line[level:]
         if line.startswith(" "):
             line = line[1:]  # space-stuffing
+        if buf and level != depth:  # a quote begins or ends: the flowed line ends
+            out.append(buf)
+            buf = ""
+        if not buf:
+            buf = f"{prefix} " if prefix else ""
+        depth = level
         if line.endswith(" ") and line != "-- ":
             buf += line[:-1] if delsp else line
         else:
@@ -360,7 +370,9 @@ def body_text(parts: list[Message]) -> str:
             return _part_text(part)
         if ctype == "text/html" and html is None:
             html = part
-    return clean_text(html_to_text(_part_text(html))) if html is not None else ""
+    if html is None:
+        return ""
+    return clean_text(html_to_text(without_quoted_html(_part_text(html))))
 
 
 # -- commands -----------------------------------------------------------------------
@@ -402,20 +414,6 @@ def _find_commands(parsed: ParsedMail, body: str, is_command: Callable[[str], bo
 
 
 def comment_text(lines: list[str]) -> str:
-    """The player's own words: no quoted text, no signature, trimmed."""
-    out: list[str] = []
-    size = 0
-    for line in lines:
-        if line.rstrip() in ("--", "-- "):
-            break
-        stripped = line.strip()
-        if stripped.startswith(">"):
-            continue
-        if len(stripped) <= _QUOTE_INTRO_MAX and _QUOTE_INTRO.match(stripped):
-            break
-        out.append(line.rstrip())
-        size += len(line)
-        if size > MAX_COMMENT:
-            break
-    text = "\n".join(out).strip("\n")
-    return text[:MAX_COMMENT]
+    """The player's own words: no quoted text, attribution, header block or signature
+    (pbmserv.mail.quotes), trimmed."""
+    return "\n".join(own_words(lines, MAX_COMMENT)).strip("\n")[:MAX_COMMENT]

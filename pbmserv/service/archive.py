@@ -40,6 +40,7 @@ from pbmserv.db.models import (
 )
 from pbmserv.db.status import BoardStatus
 from pbmserv.games.base import Termination
+from pbmserv.mail.quotes import mask_addresses
 from pbmserv.records import GameRecord, RatingChange, RecordError, RecordMove, replay
 from pbmserv.records.model import engine_of as record_engine
 from pbmserv.service.accounts import DISABLED_PASSWORD, IMPORTED_DOMAIN, USERID_RE, find_user
@@ -85,7 +86,9 @@ def record_of(session: Session, board: Board, site: str) -> GameRecord:
         game=board.game, options=board.option_flags, board=board.number,
         players=tuple(p.user.userid for p in board.players), started=board.created_at,
         ended=board.updated_at if board.finished else None,
-        moves=tuple(RecordMove(m.notation, m.created_at, m.comment)
+        # comments stored before addresses were masked on intake are masked here
+        moves=tuple(RecordMove(m.notation, m.created_at,
+                               mask_addresses(m.comment) if m.comment else m.comment)
                     for m in moves_of(session, board)),
         winner=board.winner if board.finished else None, termination=termination,
         reason=reason, ratings=changes, event=event, round=round_, site=site)
