@@ -16,7 +16,8 @@ from pbmserv import logs
 from pbmserv.config import KEYS, Settings
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
-UNITS = ["pbmserv.service", "pbmserv-worker.service", "pbmserv-bots.service"]
+UNITS = ["pbmserv.service", "pbmserv-worker.service", "pbmserv-bots.service",
+         "pbmserv-web.service"]
 
 
 def test_the_example_settings_parse_and_name_every_key() -> None:

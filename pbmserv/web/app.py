@@ -1,24 +1,39 @@
-"""The web application: read-only pages over the database (Starlette)."""
+"""The web application: read-only pages over the database (Starlette), and two
+addresses for machines: ``/healthz`` (200 "ok" while the database answers with this
+pbmserv's schema, else 503 and why, in one line) and ``/metrics`` (Prometheus)."""
 
 from __future__ import annotations
 
+import logging
+
+from sqlalchemy.exc import DBAPIError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from pbmserv.config import Settings
+from pbmserv.db import migrate
+from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
+from pbmserv.web.metrics import exposition, registry_for
 from pbmserv.web.pages import Pages, page
 
+log = logging.getLogger("pbmserv.web")
 #: what an error page says above the detail
-TITLES = {400: "Bad request", 404: "Not found", 405: "Not allowed"}
+TITLES = {400: "Bad request", 404: "Not found", 405: "Not allowed",
+          503: "Not available just now"}
+#: seconds a client is asked to wait when the database is down
+RETRY_AFTER = 60
+#: Prometheus's text format
+METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def create_app(db: Database, settings: Settings) -> Starlette:
     """The pages; ``db`` is read in read-only sessions and never written."""
     pages = Pages(db, settings)
+    registry = registry_for(db)
 
     def error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -30,6 +45,25 @@ def create_app(db: Database, settings: Settings) -> Starlette:
             response.headers.update(exc.headers)
         return response
 
+    def database_down(request: Request, exc: Exception) -> Response:
+        """The database does not answer: 503 and one log line, never a traceback."""
+        log.warning("web: %s %s: %s", request.method, request.url.path,
+                    describe(exc, db.url))
+        return error(request, HTTPException(
+            503, "The games' database does not answer just now. Try again in a minute.",
+            headers={"Retry-After": str(RETRY_AFTER)}))
+
+    def healthz(request: Request) -> Response:
+        try:
+            migrate.check(db)
+        except Exception as exc:
+            return PlainTextResponse(f"{describe(exc, db.url)}\n", status_code=503,
+                                     headers={"Retry-After": str(RETRY_AFTER)})
+        return PlainTextResponse("ok\n")
+
+    def metrics(request: Request) -> Response:
+        return Response(exposition(registry), media_type=METRICS_TYPE)
+
     routes = [
         Route("/", pages.home, methods=["GET"]),
         Route("/games/{game}", pages.game, methods=["GET"]),
@@ -37,5 +71,8 @@ def create_app(db: Database, settings: Settings) -> Starlette:
         Route("/players/{userid}", pages.player, methods=["GET"]),
         Route("/tournaments", pages.tournaments, methods=["GET"]),
         Route("/tournaments/{name}", pages.tournament, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: error})
+    return Starlette(routes=routes, exception_handlers={HTTPException: error,
+                                                        DBAPIError: database_down})

@@ -1,0 +1,112 @@
+"""Prometheus metrics of the server, read from the database at each scrape
+(``/metrics``): the queues (how many mails in each state, the age of the oldest
+waiting), and totals of mail in and out.
+
+Every number comes from the database, so it is the same whichever process serves it
+and survives restarts.  The totals are the highest numbers given so far (inbox and
+outbox numbers only grow; a purge does not lower them).  When the database does not
+answer, ``pbmserv_database_up`` is 0 and nothing else is reported.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import datetime
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+from sqlalchemy import func, select
+
+from pbmserv.db.base import utcnow
+from pbmserv.db.models import InboundMessage, OutboxMessage
+from pbmserv.db.problems import describe
+from pbmserv.db.session import Database
+from pbmserv.db.status import InboundStatus, OutboxStatus
+
+log = logging.getLogger("pbmserv.web")
+
+
+def _seconds(now: datetime, then: datetime | None) -> float:
+    return 0.0 if then is None else max((now - then).total_seconds(), 0.0)
+
+
+class ServerCollector(Collector):
+    """The server's metrics, read in one read-only session per scrape."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily("pbmserv_database_up",
+                               "1 if the database answered this scrape, else 0")
+        try:
+            metrics = list(self._read())
+        except Exception as exc:
+            log.warning("metrics: the database does not answer: %s",
+                        describe(exc, self.db.url))
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        yield from metrics
+
+    def _read(self) -> Iterator[Metric]:
+        now = utcnow()
+        with self.db.reading() as session:
+            inbox = dict(session.execute(select(InboundMessage.status, func.count())
+                                         .group_by(InboundMessage.status)).tuples().all())
+            outbox = dict(session.execute(select(OutboxMessage.status, func.count())
+                                          .group_by(OutboxMessage.status)).tuples().all())
+            oldest_in = session.scalar(select(func.min(InboundMessage.received_at))
+                                       .where(InboundMessage.status == InboundStatus.NEW))
+            oldest_out = session.scalar(select(func.min(OutboxMessage.created_at))
+                                        .where(OutboxMessage.status == OutboxStatus.PENDING))
+            due = session.scalar(select(func.count()).select_from(OutboxMessage).where(
+                OutboxMessage.status == OutboxStatus.PENDING,
+                OutboxMessage.next_attempt_at <= now)) or 0
+            received = session.scalar(select(func.max(InboundMessage.id))) or 0
+            queued = session.scalar(select(func.max(OutboxMessage.id))) or 0
+        stored = GaugeMetricFamily("pbmserv_inbox_messages",
+                                   "Stored incoming mails by status (failed: a person must "
+                                   "look; new: waiting to be processed)", labels=["status"])
+        for status in InboundStatus:
+            stored.add_metric([status.value], inbox.get(status, 0))
+        yield stored
+        going = GaugeMetricFamily("pbmserv_outbox_messages",
+                                  "Outgoing mails by status (failed: refused for good by the "
+                                  "relay; pending: not sent yet)", labels=["status"])
+        for out_status in OutboxStatus:
+            going.add_metric([out_status.value], outbox.get(out_status, 0))
+        yield going
+        yield GaugeMetricFamily("pbmserv_inbox_oldest_waiting_seconds",
+                                "Age of the oldest stored mail waiting to be processed (0: "
+                                "none waits)", value=_seconds(now, oldest_in))
+        yield GaugeMetricFamily("pbmserv_outbox_oldest_pending_seconds",
+                                "Age of the oldest outgoing mail not sent yet (0: none)",
+                                value=_seconds(now, oldest_out))
+        yield GaugeMetricFamily("pbmserv_outbox_due_messages",
+                                "Outgoing mails due now (pending, their back-off over)",
+                                value=due)
+        yield CounterMetricFamily("pbmserv_mails_received",
+                                  "Mails stored since the database was made (the highest "
+                                  "inbox number)", value=received)
+        yield CounterMetricFamily("pbmserv_mails_queued",
+                                  "Mails queued to send since the database was made (the "
+                                  "highest outbox number)", value=queued)
+
+
+def registry_for(db: Database) -> CollectorRegistry:
+    """A registry of the server's metrics alone (no process metrics: the pages' process
+    is not the server's)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ServerCollector(db))
+    return registry
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    """The metrics in Prometheus's text format."""
+    return generate_latest(registry)
