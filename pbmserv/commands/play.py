@@ -20,9 +20,17 @@ from pbmserv.notifications import notes_for, notes_of
 from pbmserv.notifications.views import agreed_ending, board_subject, board_summary
 from pbmserv.render import render
 from pbmserv.service.accounts import check_enabled, existing_user
-from pbmserv.service.boards import engine_of, load_board, load_board_by_id
+from pbmserv.service.boards import (
+    acting_seat,
+    engine_of,
+    load_board,
+    load_board_by_id,
+    open_request_id,
+    player_of,
+    request_event,
+)
 from pbmserv.service.errors import PlayerError
-from pbmserv.service.reply_tokens import read_token, server_secret
+from pbmserv.service.reply_tokens import ReplyToken, read_token, server_secret
 
 
 def acting(ctx: Context, inv: Invocation) -> tuple[AnyEngine, Board, User]:
@@ -159,6 +167,8 @@ def reply_move(ctx: Context, tag: str, text: str) -> Result:
     move, at = split_move_number(text)
     service = ctx.service
     service.seat_of(board, user)
+    if token.request:
+        return answer_by_reply(ctx, engine, board, user, token, move, at)
     service.check_ply(board, token.ply)  # a late or repeated reply is refused
     if token.takebacks != board.takebacks:
         raise PlayerError(f"a move was taken back on board {board.number} since this reply "
@@ -171,6 +181,49 @@ def reply_move(ctx: Context, tag: str, text: str) -> Result:
         return act(ctx, engine, board, user, move.lower())
     notation = service.play(board, user, move, comment=ctx.comment, expected_ply=token.ply)
     return board_result(ctx, engine, board, user, "commands/move.txt.j2", notation=notation)
+
+
+#: what may be written to an address that answers a request ("decline": the offer)
+ANSWER_WORDS = {"accept": "accept", "reject": "reject", "decline": "reject"}
+
+
+def answer_by_reply(ctx: Context, engine: AnyEngine, board: Board, user: User,
+                    token: ReplyToken, move: str, at: int | None) -> Result:
+    """A reply to the address that asked ``user`` to answer the board's open request
+    (a draw offer, an undo request) while it was not their move: ``accept``, or
+    ``reject`` (``decline`` too: the offer).  The address is void once the request is
+    answered or lapses, and once the board moves on (the newest board mail has the
+    address to use then)."""
+    service = ctx.service
+    asked = request_event(ctx.session, board, token.request) or {}
+    asker = player_of(board, int(asked.get("seat", 1 - acting_seat(board, user)))).userid
+    what = (f"{asker}'s offer to end the game by agreement" if asked.get("request") == "draw"
+            else f"{asker}'s request to take back a move")
+    if open_request_id(ctx.session, board) != token.request:
+        raise PlayerError(f"this reply address was for your answer to {what} on "
+                          f"{engine.title} board {board.number}, and that is no longer "
+                          "open: it was answered, or it lapsed when a move was played. "
+                          "Nothing was changed; the board as it stands is below",
+                          board=board)
+    if token.takebacks != board.takebacks or token.ply != board.ply + 1:
+        raise PlayerError(f"the board has moved on since this reply address was made; "
+                          f"{what} is still open: answer it through the reply address of "
+                          "the newest board mail, or with the whole command", board=board)
+    if at is not None:
+        service.check_ply(board, at)
+    ctx.logins += 1  # the address stood for the password
+    word = move.lower()
+    if word in ANSWER_WORDS:
+        return act(ctx, engine, board, user, ANSWER_WORDS[word])
+    if word in MOVE_WORDS:
+        raise PlayerError(f"this reply address answers {what}: reply with accept or "
+                          f"reject; to {word}, write the whole command", board=board)
+    # the board stands as when the address was made, when it was not their move: a
+    # move of theirs (which would decline the request) must wait for their turn
+    mover = player_of(board, board.to_move).userid
+    raise PlayerError(f"it is {mover}'s turn, not yours, so {move[:40]} cannot be played "
+                      f"now; {what} waits for your answer: reply with accept or reject (a "
+                      "move of yours, when your turn comes, declines it)", board=board)
 
 
 class BoardWordCommand(Command):

@@ -32,7 +32,13 @@ from pbmserv.notifications.views import (
     status_line,
 )
 from pbmserv.render import html_mail, render, render_html
-from pbmserv.service.boards import engine_of, player_of, subscribers
+from pbmserv.service.boards import (
+    engine_of,
+    open_request_id,
+    player_of,
+    seats_of,
+    subscribers,
+)
 from pbmserv.service.events import (
     BoardCreated,
     ChatSent,
@@ -137,6 +143,27 @@ def notes_for(notes: list[Note], reader: User | None) -> list[str]:
             if (n.only is None or n.only == rid) and (rid is None or n.actor_id != rid)]
 
 
+@dataclass(frozen=True)
+class AnswerAsked:
+    """An open request that a player who is not to move is asked to answer."""
+
+    #: "draw" or "undo"
+    request: str
+    #: who asked
+    requester: str
+
+
+def answer_asked(board: Board, user: User) -> AnswerAsked | None:
+    """What ``user`` is asked to answer on ``board`` while it is not their move (the
+    reply address of their board mail is then for that answer); None otherwise."""
+    if board.finished or board.request_kind is None or board.request_by is None:
+        return None
+    seats = seats_of(board, user)
+    if board.to_move in seats or not [s for s in seats if s != board.request_by]:
+        return None
+    return AnswerAsked(board.request_kind.value, player_of(board, board.request_by).userid)
+
+
 class Notifier:
     """Queues the outbox rows for events, in the caller's transaction."""
 
@@ -172,12 +199,20 @@ class Notifier:
         self.queued += 1
 
     def reply_address(self, board: Board, user: User) -> str | None:
-        """The move-by-reply address for ``user`` if the board waits for their move."""
-        if board.finished or user.bot is not None or player_of(board, board.to_move).id != user.id:
+        """The reply address for ``user``: for their move if the board waits for it;
+        else, if they are to answer the board's open request, for that answer."""
+        if board.finished or user.bot is not None:
             return None
+        request = 0
+        if player_of(board, board.to_move).id != user.id:
+            if answer_asked(board, user) is None:
+                return None
+            request = open_request_id(self.session, board) or 0
+            if not request:
+                return None
         secret = server_secret(self.session, self.settings.secret)
         token = make_token(secret, ReplyToken(board.id, user.id, board.ply + 1,
-                                               board.takebacks))
+                                               board.takebacks, request))
         return subaddress(self.settings.address, token)
 
     def notify(self, events: Iterable[Event]) -> int:
@@ -236,7 +271,7 @@ class Notifier:
         paired = any(isinstance(e, BoardCreated) and e.tournament for e in events)
         watchers = self._watchers(board, finished, skip=not paired)
         choices = self.choices(watchers)
-        drawn: dict[tuple[tuple[str, ...], bool], str] = {}
+        drawn: dict[tuple[tuple[str, ...], bool, AnswerAsked | None], str] = {}
         playing = {p.user_id for p in board.players}
         for user in watchers:
             chosen = choices.get(user.id)
@@ -244,13 +279,15 @@ class Notifier:
                     and user.id in playing):
                 continue  # their digest tells them (it lists the boards they play)
             reply_to = self.reply_address(board, user)
+            answer = answer_asked(board, user) if reply_to is not None else None
             mine = notes_for(notes, user)
             parts = {"new": new, "notes": mine, "comments": comments,
-                     "by_reply": reply_to is not None, "example": engine.move_forms[0]}
+                     "by_reply": reply_to is not None, "answer": answer,
+                     "example": engine.move_forms[0]}
             body = render("board_mail.txt.j2", summary=summary, **parts)
             html = None
             if chosen is None or chosen.html:
-                key = (tuple(mine), reply_to is not None)
+                key = (tuple(mine), reply_to is not None, answer)
                 if key not in drawn:  # the same for every reader with the same notes
                     drawn[key] = html_mail(subject, render_html(
                         "board_mail.html.j2",
@@ -278,7 +315,8 @@ class Notifier:
         reply_to = self.reply_address(board, user)
         body = render("nag.txt.j2", engine=engine, board=board, userid=user.userid,
                       event=event, summary=board_summary(self.session, engine, board),
-                      by_reply=reply_to is not None, example=engine.move_forms[0])
+                      by_reply=reply_to is not None, answer=None,
+                      example=engine.move_forms[0])
         chosen = self.choices([user]).get(user.id)
         html = self._drawn(subject.strip(), body, board) if chosen is None or chosen.html \
             else None

@@ -21,7 +21,7 @@ from pbmserv.db.models import Board
 from pbmserv.db.status import InboundStatus
 from pbmserv.games import get_engine
 from pbmserv.mail.parse import ParsedMail
-from pbmserv.notifications import Notifier
+from pbmserv.notifications import AnswerAsked, Notifier, answer_asked
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.notifications.views import board_summary
 from pbmserv.render import render
@@ -134,16 +134,21 @@ def board_reply_section(ctx: Context, game: str, number: int, *,
 
 
 def _reply_address(notifier: Notifier, sections: list[Section],
-                   reader: str) -> tuple[str | None, str]:
-    """The move-by-reply address for the reply, and a move to show as an example: when
-    the reply shows one board and its reader is the player to move there."""
+                   reader: str) -> tuple[str | None, str, AnswerAsked | None]:
+    """The reply address for the reply, a move to show as an example, and the request
+    the address answers (None: it is for a move): when the reply shows one board and
+    its reader plays there, to move or to answer their opponent's request."""
     board = sections[0].board if len(sections) == 1 else None
     if board is None or board.finished:
-        return None, ""
-    mover = player_of(board, board.to_move)
-    if mover.email.lower() != reader.lower():
-        return None, ""
-    return notifier.reply_address(board, mover), engine_of(board).move_forms[0]
+        return None, "", None
+    readers = [p.user for p in board.players if p.user.email.lower() == reader.lower()]
+    # the player to move first, if the reader holds that seat
+    readers.sort(key=lambda u: u.id != player_of(board, board.to_move).id)
+    for user in readers[:1]:
+        address = notifier.reply_address(board, user)
+        if address is not None:
+            return address, engine_of(board).move_forms[0], answer_asked(board, user)
+    return None, "", None
 
 
 def handle(session: Session, settings: Settings, inbound_id: int,
@@ -180,9 +185,9 @@ def handle(session: Session, settings: Settings, inbound_id: int,
 
     notifier = Notifier(session, settings, inbound_id=inbound_id,
                         skip_addresses=(mail.reply_to,), scrub=scrub)
-    reply_to, example = _reply_address(notifier, sections, mail.reply_to)
+    reply_to, example, answer = _reply_address(notifier, sections, mail.reply_to)
     body = render("reply.txt.j2", sections=sections, settings=settings,
-                  by_reply=reply_to is not None, example=example)
+                  by_reply=reply_to is not None, example=example, answer=answer)
     # text only: the reply to one's own command is on the hot path of every move, and
     # an HTML part there cost 15 % of the moves a second (docs/benchmarks.md)
     queue_mail(session, settings, to=mail.reply_to, subject=scrub(subject), body=scrub(body),

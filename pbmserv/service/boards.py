@@ -6,14 +6,16 @@ so a move loads one position, applies one move and stores the result: no replay.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session, joinedload
 
-from pbmserv.db.models import Board, Move, Subscription, User
+from pbmserv.db.models import Board, BoardEvent, Move, Subscription, User
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.service.errors import PlayerError
+from pbmserv.service.events import RequestMade
 
 FIRST_BOARD_NUMBER = 101
 
@@ -123,3 +125,26 @@ def acting_seat(board: Board, user: User) -> int:
 
 def player_of(board: Board, seat: int) -> User:
     return next(p.user for p in board.players if p.seat == seat)
+
+
+def open_request_id(session: Session, board: Board) -> int | None:
+    """The id of the event that made the board's open request (a draw offer, an undo
+    request); None when none is open.  Every request made has an id of its own, so an
+    id names one request: once it is answered or lapses, a new one has another."""
+    if board.request_kind is None:
+        return None
+    return session.scalar(select(func.max(BoardEvent.id)).where(
+        BoardEvent.board_id == board.id, BoardEvent.kind == RequestMade.kind))
+
+
+def request_event(session: Session, board: Board, event_id: int) -> dict[str, Any] | None:
+    """What the request-made event ``event_id`` of ``board`` holds (its request and
+    seat), None if there is no such event."""
+    event = session.get(BoardEvent, event_id)
+    if event is None or event.board_id != board.id or event.kind != RequestMade.kind:
+        return None
+    try:
+        data = json.loads(event.data)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None

@@ -6,6 +6,11 @@ or password; the signature makes the token impossible to forge, and the move
 number makes it good for one move only (a late or repeated reply is refused like
 a wrong ``#n``); the board's count of moves taken back makes it void once a move is
 taken back, even when the same move number comes round again.
+
+An address made for answering the board's open request (a draw offer, an undo
+request) while it is not the player's move also names that request (the id of the
+event that made it): it is good for the answer to that one request only, while the
+board stands as it did when the address was made.
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ from pbmserv.db.models import ServerSecret
 SECRET_NAME = "reply-tokens"
 #: the "t" part (moves taken back) is missing from addresses made before 2026-11-23:
 #: they stand for a board with none taken back, and are still good
-_TOKEN = re.compile(
-    r"b([0-9]{1,10})u([0-9]{1,10})m([0-9]{1,10})(?:t([0-9]{1,10}))?-([a-z2-7]{16})")
+#: the "r" part is there in the address that answers an open request (a draw offer, an
+#: undo request): the id of the event that made it
+_TOKEN = re.compile(r"b([0-9]{1,10})u([0-9]{1,10})m([0-9]{1,10})(?:t([0-9]{1,10}))?"
+                    r"(?:r([0-9]{1,10}))?-([a-z2-7]{16})")
 _SECRETS: dict[str, bytes] = {}
 
 
@@ -37,6 +44,9 @@ class ReplyToken:
     ply: int
     #: the board's count of moves taken back when the address was made
     takebacks: int
+    #: for an address that answers the board's open request, not a move: the id of the
+    #: event that made the request (0: a move's address)
+    request: int = 0
 
 
 def server_secret(session: Session, configured: str | None) -> bytes:
@@ -65,6 +75,8 @@ def _mac(secret: bytes, payload: str) -> str:
 
 def make_token(secret: bytes, token: ReplyToken) -> str:
     payload = f"b{token.board_id}u{token.user_id}m{token.ply}t{token.takebacks}"
+    if token.request:
+        payload += f"r{token.request}"
     return f"{payload}-{_mac(secret, payload)}"
 
 
@@ -74,9 +86,10 @@ def read_token(secret: bytes, text: str) -> ReplyToken | None:
     if found is None:
         return None
     payload = text.strip().lower().rpartition("-")[0]
-    if not hmac.compare_digest(_mac(secret, payload), found.group(5)):
+    if not hmac.compare_digest(_mac(secret, payload), found.group(6)):
         return None
-    board_id, user_id, ply, takebacks = (int(found.group(i) or 0) for i in (1, 2, 3, 4))
-    if max(board_id, user_id, ply, takebacks) >= 2**31:
+    board_id, user_id, ply, takebacks, request = (
+        int(found.group(i) or 0) for i in (1, 2, 3, 4, 5))
+    if max(board_id, user_id, ply, takebacks, request) >= 2**31:
         return None
-    return ReplyToken(board_id, user_id, ply, takebacks)
+    return ReplyToken(board_id, user_id, ply, takebacks, request)
