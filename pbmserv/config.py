@@ -21,6 +21,8 @@ from sqlalchemy.exc import ArgumentError
 DEFAULT_DATABASE_URL = "sqlite:///pbmserv.sqlite3"
 DEFAULT_ADDRESS = "pbmserv@localhost"
 DEFAULT_MAX_SIZE = 256 * 1024
+#: the longest reply to one mail, in bytes of text
+DEFAULT_MAX_REPLY = 64 * 1024
 DEFAULT_SMTP = "127.0.0.1:2525"
 #: read when neither --config nor PBMSERV_CONFIG names a file
 DEFAULT_CONFIG = Path("/etc/pbmserv/pbmserv.toml")
@@ -45,6 +47,8 @@ class Settings:
     relay: tuple[str, int] | None = None
     maildir: Path = field(default_factory=lambda: Path("var/mail"))
     max_message_size: int = DEFAULT_MAX_SIZE
+    #: the longest reply to a mail: what is beyond is left out, and the reply says so
+    max_reply_size: int = DEFAULT_MAX_REPLY
     #: where ``serve`` listens: SMTP (host:port, or None for no SMTP) and LMTP
     #: (host:port or the path of a Unix socket, or None)
     smtp: str | None = DEFAULT_SMTP
@@ -222,6 +226,13 @@ def _size(raw: Any) -> int:
     return value
 
 
+def _reply_size(raw: Any) -> int:
+    value = _number(raw)
+    if value < 4096:
+        raise ValueError("the longest reply must be at least 4096 bytes")
+    return value
+
+
 def _level(raw: Any) -> str:
     level = _text(raw).lower()
     if level not in LOG_LEVELS:
@@ -272,6 +283,8 @@ KEYS: dict[str, tuple[str, str]] = {
     "relay": ("relay", "host:port of the SMTP relay for outgoing mail; off: the Maildir"),
     "maildir": ("maildir", "Maildir for outgoing mail when no relay is set"),
     "max_size": ("max_message_size", "largest message taken, in bytes"),
+    "max_reply": ("max_reply_size", "longest reply to one mail, in bytes; the rest is left "
+                                    "out, and the reply says so"),
     "smtp": ("smtp", "where 'serve' listens for SMTP: host:port, or off"),
     "lmtp": ("lmtp", "where 'serve' listens for LMTP: host:port, a Unix socket's path, or off"),
     "workers": ("workers", "worker processes of 'serve' (0: a thread)"),
@@ -283,7 +296,8 @@ KEYS: dict[str, tuple[str, str]] = {
 }
 PARSERS: dict[str, Any] = {
     "database_url": _database_url, "address": _addresses, "name": _name, "relay": _relay,
-    "maildir": _path, "max_size": _size, "smtp": parse_listen, "lmtp": parse_listen,
+    "maildir": _path, "max_size": _size, "max_reply": _reply_size, "smtp": parse_listen,
+    "lmtp": parse_listen,
     "workers": _number, "log_level": _level, "log_file": _optional_path, "syslog": _flag,
     "secret": _secret,
 }

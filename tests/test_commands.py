@@ -42,7 +42,11 @@ def test_game_help_and_help_topics(mailer: Mailer) -> None:
         body = " ".join(mailer.reply(f"{game} help").split())
         assert f"{game} move board userid password move[#n]" in body
         assert 'In place of a move: "resign"; "propose"' in body and '"undo"' in body
-    assert "no help topic 'dance'" in mailer.reply("help dance")
+    # to an address that is no account's, no word of the line is quoted back
+    assert ("> help ...\nERROR: there is no help topic '...'; topics are"
+            in mailer.reply("help dance"))
+    mailer.signup("alice")
+    assert "> help dance\nERROR: there is no help topic 'dance'" in mailer.reply("help dance")
 
 
 def test_signup_and_duplicate(mailer: Mailer, db: Database) -> None:
@@ -224,6 +228,9 @@ def test_command_in_body_and_subject_prefixes(mailer: Mailer) -> None:
 def test_no_command_found(mailer: Mailer) -> None:
     text = mailer.reply("", "\n")
     assert "I found no command in your mail" in text
+    assert mailer.reply("hello world", "hi").startswith(
+        "> (a line that is not a command)\nERROR: '...' is neither a command nor a game")
+    mailer.signup("alice")
     assert "'hello' is neither a command nor a game" in mailer.reply("hello world", "hi")
 
 

@@ -320,7 +320,8 @@ def test_refusals_and_passwords_never_quoted(mailer: Mailer, db: Database) -> No
     assert "-roundrobin or -swiss" in text
     text = mailer.reply("tournament create Cup chess ann pw-ann -swiss", sender=sender("ann"))
     assert "there is no game 'chess'" in text
-    text = mailer.reply("tournament create Cup honeydonuts ann pw-ann -swiss -x")
+    text = mailer.reply("tournament create Cup honeydonuts ann pw-ann -swiss -x",
+                        sender=sender("ann"))
     assert "unknown option '-x'" in text
     # words out of order: the command is quoted by its verb only
     text = mailer.reply("tournament join ann pw-ann Cup", sender=sender("ann"))
@@ -329,12 +330,13 @@ def test_refusals_and_passwords_never_quoted(mailer: Mailer, db: Database) -> No
     assert "pw-ann" not in text and "too many words" in text
     text = mailer.reply("tournament dance ann pw-ann")
     assert "pw-ann" not in text and "write tournament create" in text
-    assert "there is no tournament 'Nope'" in mailer.reply("tournament show Nope")
-    mailer.reply("tournament create Cup honeydonuts ann pw-ann -roundrobin")
+    assert "there is no tournament 'Nope'" in mailer.reply("tournament show Nope",
+                                                            sender=sender("ann"))
+    mailer.reply("tournament create Cup honeydonuts ann pw-ann -roundrobin", sender=sender("ann"))
     assert "there is a tournament 'cup' already" in mailer.reply(
         "tournament create cup honeydonuts ben pw-ben -swiss", sender=sender("ben"))
     assert "has 1 player(s); it needs at least 2" in mailer.reply(
-        "tournament start Cup ann pw-ann")
+        "tournament start Cup ann pw-ann", sender=sender("ann"))
     assert "ben does not play in Cup" in mailer.reply(
         "tournament leave Cup ben pw-ben", sender=sender("ben"))
     with db.transaction() as s:

@@ -50,6 +50,8 @@ class Context:
     logins: int = 0
     #: where the running command's events begin in ``service.events``
     events_mark: int = 0
+    #: whether the sender's address is no open account's (None: not asked yet)
+    stranger: bool | None = None
 
     @property
     def comment(self) -> str:
@@ -131,14 +133,14 @@ class Command:
             raise PlayerError(
                 f"the board number is missing: it comes right after {inv.verb!r}, like "
                 f"'{game} {inv.verb} 101 ...'; '{game} games <userid>' lists your boards",
-                usage=True)
+                usage=True, verb_only=True)
         if n < self.min_args:
             raise PlayerError(f"too few words after {inv.verb!r}: it needs "
                               f"{self.min_args}{' or more' if self.max_args != n else ''}, "
-                              f"this has {n}", usage=True)
+                              f"this has {n}", usage=True, verb_only=True)
         if self.max_args is not None and n > self.max_args:
             raise PlayerError(f"too many words after {inv.verb!r}: it takes at most "
-                              f"{self.max_args}, this has {n}", usage=True)
+                              f"{self.max_args}, this has {n}", usage=True, verb_only=True)
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         raise NotImplementedError

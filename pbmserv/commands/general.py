@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from pbmserv.bots import DRAW_PLIES, LEVELS
+from pbmserv.commands.args import small_number
 from pbmserv.commands.base import (
     REGISTRY,
     Command,
@@ -22,9 +23,12 @@ from pbmserv.render import render
 from pbmserv.service.clock import VACATION_DAYS_PER_YEAR
 from pbmserv.service.consent import BOT_BOARDS_PER_PLAYER
 from pbmserv.service.errors import PlayerError
+from pbmserv.service.pages import PAGE_SIZE, boards_of_game
 
 #: help topics that are not commands or games: templates/help/<topic>.txt.j2
 TOPICS = ("multiple", "clocks", "reply", "ratings", "tournament", "bots")
+#: the most open challenges of one game 'list game' shows (the oldest first)
+SEEKS_LISTED = 50
 
 
 def game_help(engine: AnyEngine) -> str:
@@ -70,11 +74,35 @@ class Help(Command):
         return Result(render("help/command.txt.j2", command=found), subject=f"pbmserv help {topic}")
 
 
+def list_words(words: list[str]) -> tuple[list[AnyEngine], int | None]:
+    """The games of ``list game... [before N]``, each once, and N (None if not given);
+    a word that is neither is refused by its place, never quoted (it may be a password
+    written after the wrong command)."""
+    engines: list[AnyEngine] = []
+    before = None
+    rest = list(words)
+    if len(rest) >= 2 and rest[-2].lower() == "before":
+        before = small_number(rest[-1])
+        if before is None:
+            raise PlayerError("'before' takes a board number, like 'before 1234'",
+                              usage=True)
+        rest = rest[:-2]
+    for place, word in enumerate(rest, start=1):
+        engine = get_engine(word)
+        if engine is None:
+            raise PlayerError(f"word {place} after 'list' is not a game; the games are "
+                              f"{', '.join(ENGINES)}", usage=True, verb_only=True)
+        if engine not in engines:  # 'list amoeba amoeba ...' lists amoeba once
+            engines.append(engine)
+    return engines, before
+
+
 @command
 class List(Command):
     name = "list"
-    arguments = "[game...]"
-    summary = "the games offered; with game names, their boards and open challenges (seeks)"
+    arguments = "[game...] [before N]"
+    summary = (f"the games offered; with game names, the newest {PAGE_SIZE} boards of each "
+               "(with 'before N', those numbered below N) and the open challenges (seeks)")
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         session = ctx.session
@@ -89,17 +117,22 @@ class List(Command):
             ).tuples().all())
             games = [(e, counts.get(e.name, 0), seeks.get(e.name, 0)) for e in ENGINES.values()]
             return Result(render("list.txt.j2", games=games), subject="pbmserv games")
+        engines, before = list_words(inv.args)
         sections = []
-        for name in inv.args:
-            engine = get_engine(name)
-            if engine is None:
-                raise PlayerError(f"there is no game {name[:40]!r}; games: {', '.join(ENGINES)}")
-            boards = session.scalars(
-                select(Board).where(Board.game == engine.name).order_by(Board.number)
-            ).all()
+        for engine in engines:
+            page = boards_of_game(session, engine.name, before=before)
             open_seeks = session.scalars(
                 select(Seek).where(Seek.game == engine.name, Seek.status == SeekStatus.OPEN)
-                .order_by(Seek.number)
+                .order_by(Seek.number).limit(SEEKS_LISTED + 1)
             ).all()
-            sections.append((engine, [(b, status_line(engine, b)) for b in boards], open_seeks))
-        return Result(render("list_boards.txt.j2", sections=sections), subject="pbmserv boards")
+            seeks_left = 0
+            if len(open_seeks) > SEEKS_LISTED:
+                open_seeks = open_seeks[:SEEKS_LISTED]
+                seeks_left = (session.scalar(
+                    select(func.count()).select_from(Seek)
+                    .where(Seek.game == engine.name, Seek.status == SeekStatus.OPEN)) or 0
+                ) - SEEKS_LISTED
+            sections.append((engine, [(b, status_line(engine, b)) for b in page.boards],
+                             open_seeks, page.older, seeks_left))
+        return Result(render("list_boards.txt.j2", sections=sections, before=before,
+                             page_size=PAGE_SIZE), subject="pbmserv boards")

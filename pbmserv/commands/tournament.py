@@ -14,11 +14,11 @@ from pbmserv.render import render
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.events import GameFinished
 from pbmserv.service.games import board_engine
+from pbmserv.service.pages import PAGE_SIZE, tournaments_page
 from pbmserv.service.tournaments import (
     MAX_PLAYERS,
     Setup,
     TournamentService,
-    all_tournaments,
     describe,
     find,
 )
@@ -96,9 +96,11 @@ class TournamentCommand(Command):
             few = "few" if len(inv.args) < WORDS[sub] else "many"
             raise PlayerError(f"too {few} words after 'tournament {sub}'", usage=True)
         if sub == "list":
+            found = tournaments_page(ctx.session)
             return Result(render("tournament/list.txt.j2",
                                  tournaments=[describe(ctx.session, t)
-                                              for t in all_tournaments(ctx.session)]),
+                                              for t in found.tournaments],
+                                 more=found.older is not None, size=PAGE_SIZE),
                           subject="pbmserv tournaments")
         if sub == "show":
             view = describe(ctx.session, find(ctx.session, words[0]))

@@ -7,6 +7,8 @@ the board changes and the outbox rows commit together or not at all.
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -25,6 +27,7 @@ from pbmserv.notifications import AnswerAsked, Notifier, answer_asked
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.notifications.views import board_summary
 from pbmserv.render import render
+from pbmserv.service.accounts import has_account
 from pbmserv.service.boards import engine_of, player_of
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import GameService
@@ -46,17 +49,52 @@ class Section:
     subject: str
     #: the board the section shows, if one
     board: Board | None = None
+    #: how many more lines of the mail were refused with the very same words
+    repeats: int = 0
 
 
-def quote_head(line: str) -> str:
-    """What may be quoted of a line that was not understood: its verb (and game)."""
+#: what a line that is no command is quoted as, to a stranger
+NOT_A_COMMAND = "(a line that is not a command)"
+#: a quoted word in an error message: 'word' or "word"
+_QUOTED = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"")
+#: an error message may quote this much of a word (see commands.args.shown)
+_SHOWN_PREFIX = 20
+
+
+def quote_head(line: str, *, stranger: bool = False) -> str:
+    """What may be quoted of a line that was not understood: its verb (and game); of a
+    line that is no command, its first word (nothing of it to a ``stranger``)."""
     words = line.split()
     try:
         inv = lookup(line)[1]
     except PlayerError:
+        if stranger:
+            return NOT_A_COMMAND
         return words[0][:40] + (" ..." if len(words) > 1 else "") if words else ""
     head = f"{inv.game.name} {inv.verb}" if inv.game else inv.verb
     return head + (" ..." if inv.args else "")
+
+
+def unquoted(message: str, words: Collection[str]) -> str:
+    """``message`` without the ``words`` it quotes ('word', or the start of a long one,
+    becomes '...'), and without any longer one of them standing alone."""
+    def blank(found: re.Match[str]) -> str:
+        inner = found.group(1) if found.group(1) is not None else found.group(2)
+        bare = inner.removesuffix("...")
+        if bare and any(w == bare or (len(bare) >= _SHOWN_PREFIX and w.startswith(bare))
+                        for w in words):
+            return "'...'"
+        return found.group(0)
+
+    message = _QUOTED.sub(blank, message)
+    return mask_words(message, {w for w in words if len(w) >= 6 and not w.isdigit()})
+
+
+def is_stranger(ctx: Context) -> bool:
+    """Whether the mail comes from an address that is no open account's (asked once)."""
+    if ctx.stranger is None:
+        ctx.stranger = not has_account(ctx.session, ctx.sender)
+    return ctx.stranger
 
 
 def run_line(ctx: Context, line: str) -> Section:
@@ -78,16 +116,29 @@ def run_line(ctx: Context, line: str) -> Section:
         return Section(cmd.masked(inv), True, result.text,
                        result.subject or f"pbmserv: {inv.verb}", result.board)
     except PlayerError as exc:
-        if cmd is not None and inv is not None and (ctx.logins > logins_before
-                                                    or not cmd.secrets(inv)):
+        hidden: set[str] = set()
+        if is_stranger(ctx):
+            # to an address that is no account's (a forged From, it may be), nothing
+            # of the line but its verb: the reply must reflect nothing to a victim
+            quoted = quote_head(line, stranger=True)
+            head = 2 if inv is not None and inv.game is not None else 1
+            hidden = set(line.split()[head if inv is not None else 0:])
+        elif (cmd is not None and inv is not None and not exc.verb_only
+              and (ctx.logins > logins_before or not cmd.secrets(inv))):
             quoted = cmd.masked(inv)  # its words were in order: the password is masked
+        elif inv is not None and cmd is not None:
+            # not understood, any word may be the password; else the password's place
+            hidden = set(inv.args) if exc.verb_only else {
+                inv.args[i] for i in cmd.secrets(inv) if i < len(inv.args)}
         game = inv.game.name if inv is not None and inv.game is not None else "game"
         usage = cmd.usage(game) if exc.usage and cmd else None
-        return refusal(ctx, exc, quoted, usage)
+        return refusal(ctx, exc, quoted, usage, hidden)
 
 
-def refusal(ctx: Context, exc: PlayerError, quoted: str, usage: str | None) -> Section:
-    """The reply section of a refused command (its savepoint rolled back already)."""
+def refusal(ctx: Context, exc: PlayerError, quoted: str, usage: str | None,
+            hidden: Collection[str] = ()) -> Section:
+    """The reply section of a refused command (its savepoint rolled back already);
+    the message quotes none of the ``hidden`` words."""
     del ctx.service.events[ctx.events_mark:]
     if exc.failed_keys:  # charged outside the savepoint, so that it sticks
         record_failure(ctx.session, exc.failed_keys, utcnow())
@@ -96,7 +147,8 @@ def refusal(ctx: Context, exc: PlayerError, quoted: str, usage: str | None) -> S
     if exc.board is not None and engine is not None:
         ctx.session.refresh(exc.board)
         summary = board_summary(ctx.session, engine, exc.board)
-    text = render("error.txt.j2", message=exc.message, usage=usage, summary=summary,
+    message = unquoted(exc.message, hidden) if hidden else exc.message
+    text = render("error.txt.j2", message=message, usage=usage, summary=summary,
                   hint=exc.hint)
     if exc.board is not None and engine is not None:
         subject = f"{engine.title} Board {exc.board.number} Error"
@@ -151,6 +203,54 @@ def _reply_address(notifier: Notifier, sections: list[Section],
     return None, "", None
 
 
+def folded(sections: list[Section]) -> list[Section]:
+    """The sections with each refusal said once: a later one in the very same words
+    (fifty lines that are no command, say) is counted on the first instead."""
+    out: list[Section] = []
+    first: dict[tuple[str, str], Section] = {}
+    for section in sections:
+        key = (section.command, section.text)
+        if not section.ok and section.board is None and key in first:
+            first[key].repeats += 1
+            continue
+        if not section.ok:
+            first.setdefault(key, section)
+        out.append(section)
+    return out
+
+
+#: what a reply needs beside its sections (the footer, a note of what is left out)
+_REPLY_ROOM = 1024
+
+
+def capped(sections: list[Section], cap: int) -> list[Section]:
+    """The sections of a reply that fit in ``cap`` bytes, the last one cut if need be;
+    the commands whose replies are left out were run all the same, and a last section
+    says so."""
+    budget = cap - _REPLY_ROOM
+    out: list[Section] = []
+    used = 0
+    for place, section in enumerate(sections):
+        size = len(section.command.encode()) + len(section.text.encode()) + 100
+        if used + size <= budget:
+            out.append(section)
+            used += size
+            continue
+        room = budget - used - len(section.command.encode()) - 100
+        if room >= _REPLY_ROOM:  # enough room to show the start of it
+            text = section.text.encode()[:room].decode(errors="ignore")
+            text = text[:text.rfind("\n") + 1] if "\n" in text else text
+            out.append(Section(section.command, section.ok, text + "\n" + render(
+                "capped.txt.j2", cap=cap, cut=True, left=0), section.subject, section.board))
+            place += 1
+        left = len(sections) - place
+        if left:
+            out.append(Section("", False, render("capped.txt.j2", cap=cap, cut=False,
+                                                 left=left), ""))
+        break
+    return out
+
+
 def handle(session: Session, settings: Settings, inbound_id: int,
            mail: ParsedMail) -> InboundStatus:
     """Run one parsed mail (inside the caller's transaction); returns its new status."""
@@ -174,6 +274,7 @@ def handle(session: Session, settings: Settings, inbound_id: int,
                                         by_reply=mail.reply_tag is not None)]
     if not sections:
         sections = [Section("", False, render("no_command.txt.j2"), "pbmserv: no command found")]
+    sections = folded(sections)
     if len(sections) == 1:
         subject = sections[0].subject
     else:
@@ -188,6 +289,10 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     reply_to, example, answer = _reply_address(notifier, sections, mail.reply_to)
     body = render("reply.txt.j2", sections=sections, settings=settings,
                   by_reply=reply_to is not None, example=example, answer=answer)
+    if len(body.encode()) > settings.max_reply_size:
+        body = render("reply.txt.j2", sections=capped(sections, settings.max_reply_size),
+                      settings=settings, by_reply=reply_to is not None, example=example,
+                      answer=answer)
     # text only: the reply to one's own command is on the hot path of every move, and
     # an HTML part there cost 15 % of the moves a second (docs/benchmarks.md)
     queue_mail(session, settings, to=mail.reply_to, subject=scrub(subject), body=scrub(body),

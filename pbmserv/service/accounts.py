@@ -33,6 +33,12 @@ def find_user(session: Session, userid: str) -> User | None:
     return session.scalar(_BY_KEY, {"key": userid.lower()})
 
 
+def has_account(session: Session, address: str) -> bool:
+    """Whether ``address`` is the mail address of an open account."""
+    return session.scalar(select(User.id).where(User.email == address.lower(),
+                                                User.closed_at.is_(None)).limit(1)) is not None
+
+
 def existing_user(session: Session, userid: str) -> User:
     user = find_user(session, userid) if USERID_RE.match(userid) else None
     if user is None:

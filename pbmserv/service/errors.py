@@ -12,7 +12,8 @@ class PlayerError(Exception):
     """The request cannot be carried out; the message tells the player why."""
 
     def __init__(self, message: str, *, usage: bool = False, board: Board | None = None,
-                 hint: str | None = None, failed_keys: tuple[str, ...] = ()) -> None:
+                 hint: str | None = None, failed_keys: tuple[str, ...] = (),
+                 verb_only: bool = False) -> None:
         super().__init__(message)
         self.message = message
         #: show the command's usage line with the error
@@ -22,3 +23,6 @@ class PlayerError(Exception):
         self.hint = hint
         #: throttle keys to charge with a wrong password (see pbmserv.service.throttle)
         self.failed_keys = failed_keys
+        #: the words after the verb were not understood (too many, too few, or not of
+        #: the kind asked for): any of them may be a password, so quote only the verb
+        self.verb_only = verb_only

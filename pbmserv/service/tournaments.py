@@ -139,8 +139,8 @@ def find(session: Session, name: str, *, lock: bool = False) -> Tournament:
         query = query.with_for_update(of=Tournament).execution_options(populate_existing=True)
     found = session.scalar(query) if NAME_RE.match(name) else None
     if found is None:
-        raise PlayerError(f"there is no tournament {name[:40]!r}; 'tournament list' shows "
-                          "them all")
+        raise PlayerError(f"there is no tournament {name[:40]!r}; 'tournament list' lists "
+                          "the newest")
     return found
 
 
@@ -160,11 +160,6 @@ def games_of(session: Session, tournament: Tournament) -> list[TournamentGame]:
 def pairings(games: Sequence[TournamentGame]) -> list[Pairing[int]]:
     return [Pairing(g.round, g.first_id, g.second_id,
                     None if g.second_id is None else g.score) for g in games]
-
-
-def all_tournaments(session: Session) -> list[Tournament]:
-    return list(session.scalars(select(Tournament).order_by(Tournament.created_at,
-                                                            Tournament.id)))
 
 
 def describe(session: Session, tournament: Tournament) -> View:

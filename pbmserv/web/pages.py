@@ -24,8 +24,9 @@ from pbmserv.render import render_html
 from pbmserv.service.accounts import existing_user
 from pbmserv.service.boards import load_board, moves_of, subscribers
 from pbmserv.service.errors import PlayerError
+from pbmserv.service.pages import tournaments_page
 from pbmserv.service.ratings import rating_of
-from pbmserv.service.tournaments import all_tournaments, describe, find
+from pbmserv.service.tournaments import describe, find
 from pbmserv.web import queries
 
 #: the largest number a page takes in its address (board numbers, moves, keys)
@@ -140,9 +141,12 @@ class Pages:
                               format_rating=format_rating, provisional=PROVISIONAL_RD)
 
     def tournaments(self, request: Request) -> HTMLResponse:
+        before = number_of(request.query_params.get("before"), "before")
+        after = number_of(request.query_params.get("after"), "after")
         with self.db.reading() as session:
-            views = [describe(session, t) for t in all_tournaments(session)]
-            return self._page("tournaments.html.j2", tournaments=views)
+            found = tournaments_page(session, before=before, after=after)
+            views = [describe(session, t) for t in found.tournaments]
+            return self._page("tournaments.html.j2", tournaments=views, page=found)
 
     def tournament(self, request: Request) -> HTMLResponse:
         with self.db.reading() as session:
