@@ -115,6 +115,21 @@ def test_an_attribution_over_the_unquoted_board(mailer: Mailer, db: Database,
     comment_seen(db, out, OWN)
 
 
+def test_an_attribution_without_date_or_address(mailer: Mailer, db: Database) -> None:
+    """"pbmserv wrote:" (older Thunderbird, Apple Mail) is an attribution only above a
+    quote: the same words above the writer's own lines are theirs."""
+    to = start(mailer)
+    out = send_text(mailer, to, f"a1-a2\n{OWN}\n\npbmserv wrote:\n\n{QUOTED}")
+    comment_seen(db, out, OWN)
+
+
+def test_as_i_wrote_stays(mailer: Mailer, db: Database) -> None:
+    to = start(mailer)
+    own = "As I wrote:\nthe corner is the key.\nOn Sunday, you wrote:\nnothing at all."
+    out = send_text(mailer, to, f"a1-a2\n{own}\n")
+    comment_seen(db, out, own)
+
+
 def test_an_attribution_right_below_the_words(mailer: Mailer, db: Database) -> None:
     """No blank line between the words and a wrapped attribution: the last own line
     stays, though the attribution's first line says no date or address."""
@@ -283,6 +298,10 @@ HTML = {
                "</blockquote></div>",
     "yandex": "<div>22.11.2026, 18:02, \"pbmserv\" &lt;pbmserv@localhost&gt;:</div>"
               "<blockquote>{board}</blockquote>",
+    "apple mail": "<div><br><blockquote type=\"cite\"><div>pbmserv wrote:</div><br>"
+                  "<div>{board}</div></blockquote></div>",
+    "apple mail, attribution outside": "<div>pbmserv wrote:</div><blockquote type=\"cite\">"
+                                       "<div>{board}</div></blockquote>",
     "plain hr": "<hr>{board}",
 }
 
@@ -302,6 +321,16 @@ def test_an_html_only_reply(mailer: Mailer, db: Database, name: str) -> None:
     to = start(mailer)
     own = "<div>Good luck, Bob!</div><div>This one is for the cup.</div><div><br></div>"
     out = mailer.send_raw(html_reply(to, own, HTML[name]))
+    comment_seen(db, out, OWN)
+
+
+def test_an_html_reply_laid_out_in_its_source(mailer: Mailer, db: Database) -> None:
+    """Line breaks and indents of the HTML source are no text: the comment reads as
+    the mail program shows it."""
+    to = start(mailer)
+    own = ("\n  <div>\n      Good luck,   Bob!\n  </div>\n  <div>This one\n"
+           "      is for the cup.</div>\n  <pre>\n</pre>")
+    out = mailer.send_raw(html_reply(to, own, HTML["thunderbird"]))
     comment_seen(db, out, OWN)
 
 

@@ -68,34 +68,45 @@ _LEAD = re.compile(r"^[\s>*_-]+")
 
 
 def is_attribution(text: str) -> bool:
-    """Whether ``text`` (one line, or a wrapped one joined) introduces a quote."""
+    """Whether ``text`` (one line, or a wrapped one joined) is surely an attribution:
+    it names a date, a time or an address the way mail programs write them."""
+    return _attribution_kind(text) == _SURE
+
+
+_SURE, _WEAK = 2, 1
+
+
+def _attribution_kind(text: str) -> int:
+    """_SURE for an attribution, _WEAK for a line that is one only if a quote follows
+    ("Bob wrote:", "On Sunday, Bob wrote:"), else 0."""
     text = _LEAD.sub("", text[: MAX_LINE * _ATTRIBUTION_LINES]).strip()
     if not text or len(text) > 600:
-        return False
+        return 0
     hints = bool(_ADDRESS_HINT.search(text)) + bool(_DATE_HINT.search(text))
     if _WROTE_RE.search(text) and (_ENDS_COLON.search(text) or _ENDS_WROTE.search(text)):
-        return hints > 0 or bool(_STARTER.match(text))
+        return _SURE if hints else _WEAK
     if _ENDS_COLON.search(text) and hints == 2:
-        return True  # "26.06.2014, 14:41, "Alexander" <a@example.com>:"
-    return bool(_DATE_THEN_ADDRESS.match(text))
+        return _SURE  # "26.06.2014, 14:41, "Alexander" <a@example.com>:"
+    return _SURE if _DATE_THEN_ADDRESS.match(text) else 0
 
 
-def _attribution_at(lines: list[str], i: int) -> int | None:
-    """The number of lines of an attribution starting at line ``i``, if one does."""
+def _attribution_at(lines: list[str], i: int) -> tuple[int, int]:
+    """(lines, kind) of an attribution starting at line ``i``; (0, 0) if none does."""
     if not _has_hint(lines[i]) and not _STARTER.match(_LEAD.sub("", lines[i])) \
             and not lines[i].rstrip().endswith("<"):
         # a line without date, address, opening word or an address broken off after
         # "<" is no wrapped attribution's first line: "Thanks" above "Bob
         # <bob@example.org> wrote:" stays the writer's
-        return 1 if is_attribution(lines[i]) else None
+        return 1, _attribution_kind(lines[i])
     joined = ""
     for n in range(_ATTRIBUTION_LINES):
         if i + n >= len(lines) or not lines[i + n].strip():
-            return None
+            break
         joined = f"{joined} {lines[i + n].strip()}" if joined else lines[i + n].strip()
-        if is_attribution(joined):
-            return n + 1
-    return None
+        kind = _attribution_kind(joined)
+        if kind:
+            return n + 1, kind
+    return 0, 0
 
 
 def _has_hint(line: str) -> bool:
@@ -226,8 +237,10 @@ def own_words(lines: list[str], max_chars: int = 16_000) -> list[str]:
             continue
         if _is_signature(head) or _SEPARATOR.match(head) or _is_header_block(lines, i):
             break
-        size = _attribution_at(lines, i)
-        if size is not None:
+        size, kind = _attribution_at(lines, i)
+        if kind == _WEAK and not _quote_follows(lines, i + size):
+            kind = 0  # "As I wrote:" and the writer's own words below it
+        if kind:
             if not _quote_follows(lines, i + size):
                 # the original follows unquoted: nothing more is the writer's
                 while out and _attribution_debris(out[-1]):
@@ -258,6 +271,7 @@ _CUT_NAMES = re.compile(
     r"""(?i)\b(?:id\s*=\s*["']?(?:x_)?(?:divRplyFwdMsg|appendonsend|stopSpelling)|"""
     r"""class\s*=\s*["']?[^"'>]*\bOutlookMessageHeader)\b"""
     r"""|border-top\s*:\s*solid\s+#(?:B5C4DF|E1E1E1)""")
+_QUOTE_MARK = "<br>&gt;<br>"
 _HIDDEN = frozenset({"style", "script", "head", "title"})
 _TEXT = re.compile(r"[^\s<>]")
 
@@ -296,7 +310,9 @@ def without_quoted_html(source: str) -> str:
                 out.append(source[pos:match.start()])
                 return "".join(out)
         elif name == "blockquote" or _QUOTE_NAMES.search(attrs):
-            out.append(source[pos:match.start()])
+            # a quoted line stands in for the quote, so that the text still shows one
+            # was there (an attribution above it is then known for one)
+            out.append(source[pos:match.start()] + _QUOTE_MARK)
             skipping, depth = name, 1
     if skipping is None:
         out.append(source[pos:])
