@@ -115,6 +115,15 @@ def test_an_attribution_over_the_unquoted_board(mailer: Mailer, db: Database,
     comment_seen(db, out, OWN)
 
 
+@pytest.mark.parametrize("name", sorted(ATTRIBUTIONS))
+def test_a_move_written_below_the_quote(mailer: Mailer, db: Database, name: str) -> None:
+    """Bottom posting, whatever the client's language: the attribution and the quote
+    are passed over, the move is read below them, and the words under it kept."""
+    to = start(mailer)
+    out = send_text(mailer, to, f"{ATTRIBUTIONS[name]}\n{QUOTED}\na1-a2\n{OWN}\n")
+    comment_seen(db, out, OWN)
+
+
 def test_an_attribution_without_date_or_address(mailer: Mailer, db: Database) -> None:
     """"pbmserv wrote:" (older Thunderbird, Apple Mail) is an attribution only above a
     quote: the same words above the writer's own lines are theirs."""

@@ -20,7 +20,7 @@ from pbmserv.mail.addresses import tag_of
 from pbmserv.mail.headers import MAX_HEADER_VALUE, address_of, header
 from pbmserv.mail.html import html_to_text
 from pbmserv.mail.mailboxes import first_mailbox, raw_header
-from pbmserv.mail.quotes import own_words, without_quoted_html
+from pbmserv.mail.quotes import own_words, quote_intro, without_quoted_html
 from pbmserv.mail.text import clean_text
 
 MAX_COMMAND_LINES = 50
@@ -158,23 +158,13 @@ def _reply_tag(msg: Message, own: tuple[str, ...]) -> str | None:
     return None
 
 
-#: the line a mail client writes above the text it quotes ("On ..., X wrote:"), in the
-#: languages clients most often use
-_ATTRIBUTION = re.compile(
-    r"\b(wrote|schrieb|a\s+écrit|escribió|scrisse|skrev|schreef|napisał|написал)\b"
-    r".{0,200}:\s*$", re.IGNORECASE)
-
-
 def _attribution_end(lines: list[str], i: int) -> int | None:
-    """If an attribution starts at line ``i`` (one line, or two when the client wrapped
-    it) and quoted text follows it, the index of its last line."""
+    """If an attribution starts at line ``i`` (pbmserv.mail.quotes: wrapped over up to
+    three lines, in any of the languages clients write) and quoted text follows it,
+    the index of its last line."""
     # a wrapped attribution's first line is never a move alone
-    for end in (i, i + 1) if _move_alone(lines[i]) is None else (i,):
-        if end < len(lines) and _ATTRIBUTION.search(lines[end][:400]):
-            rest = [line for line in lines[end + 1:end + 4] if line.strip()]
-            if rest and rest[0].lstrip().startswith(">"):
-                return end
-    return None
+    size = quote_intro(lines, i, wrapped=_move_alone(lines[i]) is None)
+    return i + size - 1 if size else None
 
 
 #: a move with its number written apart: "a3-a4 #11", "a3-a4 # 11"

@@ -109,6 +109,13 @@ def _attribution_at(lines: list[str], i: int) -> tuple[int, int]:
     return 0, 0
 
 
+def quote_intro(lines: list[str], i: int, *, wrapped: bool = True) -> int:
+    """How many lines an attribution starting at line ``i`` takes, when quoted text
+    follows it (0 when there is none); ``wrapped``: it may go on over the next lines."""
+    size, kind = _attribution_at(lines, i) if wrapped else (1, _attribution_kind(lines[i]))
+    return size if kind and _quote_follows(lines, i + size) else 0
+
+
 def _has_hint(line: str) -> bool:
     line = line[:MAX_LINE]
     return bool(_ADDRESS_HINT.search(line) or _DATE_HINT.search(line))
@@ -152,7 +159,7 @@ _SIGNATURE = re.compile(
     r"发自我的|發自我的|从我的)"
     r"[^,;!?]{0,60}[.!]?\s*$")
 _LINK = re.compile(r"<[^<>]{0,300}>")
-_SIGNATURE_DELIMITER = re.compile(r"^(?:--|—|__)\s*$")
+_SIGNATURE_DELIMITER = re.compile(r"^(?:--|—)\s*$")
 _DECORATION = re.compile(r"^[\s\-_=*~.#]*$")
 
 
