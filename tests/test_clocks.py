@@ -187,7 +187,7 @@ def test_a_board_whose_clock_fails_keeps_no_other_waiting(
 
     with monkeypatch.context() as patch:
         patch.setattr(GameService, "check_clock", broken_on_honeydonuts)
-        assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Exnihilo Board 101 alice"]
+        assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Ex nihilo Board 101 alice"]
     with db.transaction() as s:
         broken = s.scalar(select(Board).where(Board.game == "honeydonuts"))
         assert broken is not None and broken.nags_sent == 0 and broken.clock_due_at is not None

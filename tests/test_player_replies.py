@@ -219,3 +219,85 @@ def test_a_long_url_in_a_comment_reaches_the_opponent_whole(mailer: Mailer) -> N
     start(mailer)
     out = mailer.send("honeydonuts move 101 alice pw-alice a1-a2", f"Read {URL} first.")
     assert f"\n  {URL}\n" in out[1].body
+
+
+# -- names and looks --------------------------------------------------------------------
+def test_ex_nihilo_is_named_as_it_is_written(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    out = mailer.send("exnihilo challenge alice bob -small")
+    assert out[0].subject == "New Ex nihilo Board 101 alice"
+    assert "Summary of Ex nihilo Board 101" in out[0].body
+    assert "exnihilo      Ex nihilo, 1 board in play" in mailer.reply("list")
+    # a reply to its board mail with the Subject left as it was is still understood
+    reply = mailer.reply("Re: New Ex nihilo Board 101 alice", "hello")
+    assert "This looks like a reply to a board mail of Ex nihilo board 101" in flat(reply)
+
+
+def test_the_honey_donuts_legend_explains_an_empty_cell(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    mailer.reply("honeydonuts challenge alice bob")
+    legend = ("r R = Red piece, Red King   b B = Blue piece, Blue King\n"
+              "o = white piece   # = the hole   (key at right: cell numbers in each row)\n")
+    start_mail = mailer.reply("honeydonuts show 101")
+    assert legend in start_mail and ". = an empty cell" not in start_mail
+    # Blue's King is pushed off the board: its cell stays empty
+    for uid, move in (("alice", "a1-b1"), ("bob", "c5-d4"), ("alice", "b1-c2")):
+        text = mailer.reply(f"honeydonuts move 101 {uid} pw-{uid} {move}",
+                            sender=f"{uid}@example.org")
+    assert "ERROR" not in text, text
+    assert legend + ". = an empty cell: a King pushed off the board does not come back in\n" \
+        in text
+
+
+def test_move_examples_are_legal_on_a_small_amoeba_board(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    mailer.reply("amoeba challenge alice bob -small")
+    shown = flat(mailer.reply("amoeba show 101"))
+    assert "(written like d2-d3)" in shown and "e2-e4" not in shown
+    bad = flat(mailer.reply("amoeba move 101 alice pw-alice e2-e4"))
+    assert ("Amoeba moves are written like d2-d3 or c1-d3,b1-a1; \"amoeba moves 101\" lists "
+            "every legal move.") in bad
+    assert "ERROR" not in mailer.reply("amoeba move 101 alice pw-alice d2-d3")
+    assert "ERROR" not in mailer.reply("amoeba move 101 bob pw-bob d6-d5",
+                                       sender="bob@example.org")
+    mailer.reply("amoeba challenge alice bob")
+    assert "(written like e2-e4)" in flat(mailer.reply("amoeba show 102"))
+
+
+def test_time_taken_names_only_those_who_moved(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    mailer.reply("honeydonuts challenge alice bob")
+    text = mailer.reply("honeydonuts move 101 alice pw-alice a1-a2")
+    assert "\nTime taken: alice under a minute.\n" in text
+    text = mailer.reply("honeydonuts move 101 bob pw-bob e1-e2", sender="bob@example.org")
+    assert "\nTime taken: alice under a minute, bob under a minute.\n" in text
+
+
+def test_mail_for_watchers_and_notify_says_why_and_how_to_stop(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob", "carol", "dave")
+    mailer.reply("honeydonuts challenge alice bob")
+    mailer.reply("honeydonuts subscribe 101 carol pw-carol", sender="carol@example.org")
+    mailer.reply("honeydonuts notify dave pw-dave on", sender="dave@example.org")
+    out = mailer.send("honeydonuts resign 101 alice pw-alice")
+    mails = {m.to_addr: m.body for m in out}
+    assert mails["carol@example.org"].endswith(
+        "\n\nYou get this mail because you watch Honeydonuts board 101; \"honeydonuts\n"
+        "unsubscribe 101 carol <password>\" stops it.\n")
+    assert mails["dave@example.org"].endswith(
+        "\n\nYou get this mail because you asked to hear of every finished Honeydonuts\n"
+        "game; \"honeydonuts notify dave <password> off\" stops it.\n")
+    assert "You get this mail" not in mails["bob@example.org"]
+    html = {m.to_addr: m.html_body or "" for m in out}
+    assert "you asked to hear of every finished Honeydonuts" in flat(html["dave@example.org"])
+
+
+def test_users_list_shows_bots_as_bots(mailer: Mailer, settings: Settings) -> None:
+    from tests.test_admin import cli
+
+    mailer.signup("alice")
+    listed = cli(settings, "users", "list").output.splitlines()
+    bot = next(line for line in listed if line.startswith("bot2 "))
+    assert bot.endswith("(a bot, played by the server as bot2)")
+    assert "no password" not in bot
+    assert "state     a bot: the server plays it as bot2; no password opens it" in cli(
+        settings, "users", "show", "bot2").output

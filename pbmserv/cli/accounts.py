@@ -35,6 +35,7 @@ def users_list(settings: Settings) -> None:
         for u in session.scalars(select(User).order_by(User.key)):
             notes = [f"closed {u.closed_at:%Y-%m-%d}" if u.closed_at else "",
                      f"disabled {u.disabled_at:%Y-%m-%d}" if u.disabled_at else "",
+                     f"a bot, played by the server as {u.bot}" if u.bot is not None else
                      "no password (imported)" if has_no_password(u) else ""]
             shown = ", ".join(n for n in notes if n)
             click.echo(f"{u.userid:24} {u.email}" + (f" ({shown})" if shown else ""))
@@ -49,6 +50,7 @@ def users_show(settings: Settings, userid: str) -> None:
     with database(settings).reading() as session:
         a = admin.account(session, userid, now)
     state = (f"disabled since {a.disabled_at:%Y-%m-%d %H:%M} UTC" if a.disabled_at
+             else f"a bot: the server plays it as {a.bot}; no password opens it" if a.bot
              else "no password opens it (made by an import)" if a.no_password else "active")
     click.echo(f"userid    {a.userid}")
     click.echo(f"address   {a.email}" + (" (reaches nobody)" if a.no_address else ""))

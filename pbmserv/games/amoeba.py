@@ -145,6 +145,11 @@ class Amoeba(Engine[Position, Turn]):
         GameOption("-opponent", "squares holding the opponent's pieces may slide too"),
     )
     move_forms = ("e2-e4", "e2-e4,b3-b4", "e7-e8=N", "Nf3")
+    #: on the 7x7 board pawns step one square and no e2-e4 exists
+    small_forms = ("d2-d3", "c1-d3,b1-a1")
+
+    def forms_for(self, flags: Sequence[str]) -> tuple[str, ...]:
+        return self.small_forms if "-small" in flags else self.move_forms
 
     def new(self, options: Sequence[str] = ()) -> Position:
         geo = geometry("-small" in options)

@@ -91,6 +91,11 @@ class Engine(ABC, Generic[P, M]):
     #: the version of ``serialize``'s format; stored with every position
     position_version: ClassVar[int] = 1
 
+    def forms_for(self, flags: Sequence[str]) -> tuple[str, ...]:
+        """``move_forms`` that are legal first moves on a board of these options (a
+        game whose options change the board says so by overriding this)."""
+        return self.move_forms
+
     # -- options ------------------------------------------------------------------
     def check_options(self, flags: Iterable[str]) -> tuple[str, ...]:
         """Validate challenge flags; returns them canonical (lower case, sorted, unique)."""

@@ -75,7 +75,7 @@ class Position:
 
 class ExNihilo(Engine[Position, Turn]):
     name = "exnihilo"
-    title = "Exnihilo"
+    title = "Ex nihilo"
     seats = ("White", "Black")
     options = (
         GameOption("-small", "a board of side 4 (37 cells) instead of side 5 (61)"),

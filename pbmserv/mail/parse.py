@@ -54,7 +54,7 @@ _PREFIX = re.compile(
 # the Subject of one of our board mails (after any Re:): not a command, even though
 # "board" is also a verb ("<game> board 101 uid pw move" has three more words)
 _BOARD_SUBJECT = re.compile(
-    r"(?:(?:new|nag:) )?(\S+) board ([0-9]{1,10}):?"
+    r"(?:(?:new|nag:) )?(\S+(?: \S+)?) board ([0-9]{1,10}):?"
     r"((?: \S+){0,2}| chat from \S+| how to move)", re.I)
 _ADDRESS_LIKE = re.compile(r"[^\s<>(),;:\"\[\]]{1,200}@[^\s<>(),;:\"\[\]]{1,200}")
 _CONTAINER = re.compile(rb"(?im)^content-type:[ \t]*(?:\r?\n[ \t]+)*(?:multipart|message)/")
@@ -379,9 +379,10 @@ def _find_commands(parsed: ParsedMail, body: str, is_command: Callable[[str], bo
                     break
         return
     board_subject = _BOARD_SUBJECT.fullmatch(parsed.subject)
-    if board_subject is not None and is_command(board_subject.group(1)) \
-            and int(board_subject.group(2)) < 2**31:
-        parsed.board_reply = (board_subject.group(1).lower(), int(board_subject.group(2)))
+    # a game's title may be two words ("Ex nihilo"); its name is one ("exnihilo")
+    game = board_subject.group(1).replace(" ", "").lower() if board_subject else ""
+    if board_subject is not None and is_command(game) and int(board_subject.group(2)) < 2**31:
+        parsed.board_reply = (game, int(board_subject.group(2)))
     elif parsed.subject and is_command(parsed.subject):
         parsed.source = "subject"
         parsed.commands = [parsed.subject]

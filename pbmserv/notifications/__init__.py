@@ -271,8 +271,10 @@ class Notifier:
         paired = any(isinstance(e, BoardCreated) and e.tournament for e in events)
         watchers = self._watchers(board, finished, skip=not paired)
         choices = self.choices(watchers)
-        drawn: dict[tuple[tuple[str, ...], bool, AnswerAsked | None], str] = {}
+        drawn: dict[tuple[tuple[str, ...], bool, AnswerAsked | None, str], str] = {}
         playing = {p.user_id for p in board.players}
+        watching = {u.id for u in subscribers(self.session, board)} if len(watchers) > len(
+            playing) else set()
         for user in watchers:
             chosen = choices.get(user.id)
             if (chosen is not None and chosen.digest is not DigestMode.OFF and not paired
@@ -281,13 +283,16 @@ class Notifier:
             reply_to = self.reply_address(board, user)
             answer = answer_asked(board, user) if reply_to is not None else None
             mine = notes_for(notes, user)
+            # why a reader who does not play the board gets its mail, and how to stop it
+            why = "" if user.id in playing else "watch" if user.id in watching else "notify"
             parts = {"new": new, "notes": mine, "comments": comments,
                      "by_reply": reply_to is not None, "answer": answer,
-                     "example": engine.move_forms[0]}
+                     "example": engine.forms_for(board.option_flags)[0],
+                     "why": why, "reader": user.userid, "engine": engine, "board": board}
             body = render("board_mail.txt.j2", summary=summary, **parts)
             html = None
             if chosen is None or chosen.html:
-                key = (tuple(mine), reply_to is not None, answer)
+                key = (tuple(mine), reply_to is not None, answer, why and why + user.userid)
                 if key not in drawn:  # the same for every reader with the same notes
                     drawn[key] = html_mail(subject, render_html(
                         "board_mail.html.j2",
@@ -316,7 +321,7 @@ class Notifier:
         body = render("nag.txt.j2", engine=engine, board=board, userid=user.userid,
                       event=event, summary=board_summary(self.session, engine, board),
                       by_reply=reply_to is not None, answer=None,
-                      example=engine.move_forms[0])
+                      example=engine.forms_for(board.option_flags)[0])
         chosen = self.choices([user]).get(user.id)
         html = self._drawn(subject.strip(), body, board) if chosen is None or chosen.html \
             else None

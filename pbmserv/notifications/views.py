@@ -84,6 +84,9 @@ def summary_context(session: Session, engine: AnyEngine, board: Board,
         "game": engine.name,
         "board": board,
         "players": [(engine.seats[p.seat], p.user.userid, p.time_used) for p in board.players],
+        # the time of those who have moved (one who has not has used none yet)
+        "timed": [(engine.seats[p.seat], p.user.userid, p.time_used) for p in board.players
+                  if p.seat < board.ply],
         "watchers": watchers,
         "status": status_line(engine, board),
         "to_move": None if board.finished else player_of(board, board.to_move).userid,

@@ -199,7 +199,8 @@ def _reply_address(notifier: Notifier, sections: list[Section],
     for user in readers[:1]:
         address = notifier.reply_address(board, user)
         if address is not None:
-            return address, engine_of(board).move_forms[0], answer_asked(board, user)
+            return address, engine_of(board).forms_for(board.option_flags)[0], \
+                answer_asked(board, user)
     return None, "", None
 
 

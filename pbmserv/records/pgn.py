@@ -421,10 +421,15 @@ def _header(tags: dict[str, str], line: int) -> GameRecord:
         raise RecordError(f"{where}: {exc}") from None
     written = dict(_tags(record))
     for name in ("Date", "Variant"):
-        if name in tags and tags[name] != written[name]:
+        # a Variant written before a title changed ("Exnihilo") still matches
+        if name in tags and _same(name, tags[name]) != _same(name, written[name]):
             raise RecordError(f"{where}: {name} {tags[name]!r} disagrees with the other tags "
                               f"(they make it {written[name]!r})")
     return record
+
+
+def _same(name: str, value: str) -> str:
+    return value.replace(" ", "").lower() if name == "Variant" else value
 
 
 def _number(tags: dict[str, str], name: str, where: str) -> int | None:

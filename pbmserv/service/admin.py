@@ -55,6 +55,8 @@ class Account:
     failures: int
     #: until when a reset code mailed to it is valid
     reset_until: datetime | None
+    #: the bot that plays for it (pbmserv.bots), None for a person
+    bot: str | None = None
 
 
 def account(session: Session, userid: str, now: datetime) -> Account:
@@ -66,7 +68,8 @@ def account(session: Session, userid: str, now: datetime) -> Account:
     return Account(user.userid, user.email, user.created_at, user.disabled_at,
                    has_no_password(user), has_no_address(user), active_boards(session, user),
                    locked, row.failures if row is not None else 0,
-                   reset.expires_at if reset is not None and reset.expires_at > now else None)
+                   reset.expires_at if reset is not None and reset.expires_at > now else None,
+                   user.bot)
 
 
 def disable(session: Session, userid: str, now: datetime) -> bool:

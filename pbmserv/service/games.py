@@ -85,7 +85,7 @@ MAX_CHAT = 4000
 
 
 def move_hint(engine: AnyEngine, board: Board) -> str:
-    forms = " or ".join(engine.move_forms)
+    forms = " or ".join(engine.forms_for(board.option_flags))
     return (f"{engine.title} moves are written like {forms}; "
             f'"{engine.name} moves {board.number}" lists every legal move.')
 
