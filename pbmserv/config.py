@@ -13,7 +13,8 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+from urllib.parse import unquote
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -38,6 +39,41 @@ class SettingsError(Exception):
     """A setting that cannot be used, or a settings file that cannot be read."""
 
 
+class Relay(NamedTuple):
+    """Where outgoing mail goes, as the ``relay`` setting says it."""
+
+    host: str
+    port: int
+    #: "smtp" (plain, as to the local Postfix), "submission" (STARTTLS, required) or
+    #: "smtps" (TLS from the first byte)
+    scheme: str = "smtp"
+    #: the login name for authenticated submission ("" for none)
+    user: str = ""
+
+
+class Mailbox(NamedTuple):
+    """The IMAP mailbox ``serve`` takes mail from (the ``imap`` setting)."""
+
+    #: "imaps" (TLS from the first byte) or "imap" (STARTTLS, required)
+    scheme: str
+    user: str
+    host: str
+    port: int
+    folder: str = "INBOX"
+
+    def __str__(self) -> str:
+        return f"{self.user}@{self.host}/{self.folder}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.user}@{self.host}:{self.port}/{self.folder}"
+
+
+#: what the server does with a mail in the IMAP folder once it is stored
+IMAP_DONE = ("flag", "delete")
+IMAP_MOVE = "move:"
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -60,6 +96,27 @@ class Settings:
     syslog: bool = False
     #: the key of move-by-reply addresses (None: one the server makes and keeps)
     secret: str | None = None
+    #: how outgoing mail reaches the relay: "smtp", "submission" (STARTTLS) or "smtps"
+    relay_scheme: str = "smtp"
+    #: the login at the relay ("": none)
+    relay_user: str = ""
+    relay_password: str | None = None
+    relay_password_file: Path | None = None
+    #: certificates to trust for the relay (None: the system's)
+    relay_ca_file: Path | None = None
+    #: the most mails the relay is given in any 24 hours (0: no limit)
+    daily_send_limit: int = 0
+    #: the IMAP mailbox to take mail from (None: none)
+    imap: Mailbox | None = None
+    imap_password: str | None = None
+    imap_password_file: Path | None = None
+    imap_ca_file: Path | None = None
+    #: False only for a test host: the IMAP server's certificate is not checked
+    imap_verify: bool = True
+    #: seconds between two looks at a mailbox whose server has no IDLE
+    imap_poll: int = 60
+    #: "flag", "delete" or "move:FOLDER": what is done to a stored mail on the server
+    imap_done: str = "flag"
     #: the settings file these settings were read from, if any
     source: Path | None = None
     #: where each key's value came from, when not the default: (key, FILE or ENVIRONMENT
@@ -118,7 +175,18 @@ class Settings:
                 kwargs[KEYS[key][0]] = PARSERS[key](raw)
             except (ValueError, TypeError) as exc:
                 raise SettingsError(f"{key} ({env_name(key)}): {exc}") from None
+        relay = kwargs.get("relay")
+        if isinstance(relay, Relay):  # one URL, three settings: where, how, who
+            kwargs.update(relay=(relay.host, relay.port), relay_scheme=relay.scheme,
+                          relay_user=relay.user)
         return cls(**kwargs)
+
+    @property
+    def relay_target(self) -> Relay | None:
+        """The relay with how to talk to it, or None for the Maildir."""
+        if self.relay is None:
+            return None
+        return Relay(self.relay[0], self.relay[1], self.relay_scheme, self.relay_user)
 
 
 def env_name(key: str) -> str:
@@ -187,14 +255,80 @@ def _addresses(raw: Any) -> tuple[str, ...]:
     return out
 
 
-def _relay(raw: Any) -> tuple[str, int] | None:
+#: the relay URL schemes and their ports when none is written
+RELAY_PORTS = {"smtp": 25, "submission": 587, "smtps": 465}
+IMAP_PORTS = {"imaps": 993, "imap": 143}
+
+
+def _user_at_host(rest: str) -> tuple[str, str]:
+    """``user@host:port/...`` -> (user, the rest after the last @); the user may hold an
+    @ of its own (alice@example.org@smtp.example.org), written as is or as %40."""
+    user, at, where = rest.rpartition("@")
+    return (unquote(user) if at else ""), where
+
+
+def _host_port(where: str, default: int | None, example: str) -> tuple[str, int]:
+    host, colon, port = where.rpartition(":")
+    if not colon or "]" in port:
+        host, port = where, ""
+    host = host.strip("[]")
+    if not port and default is not None:
+        return host, default
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(example)
+    return host, int(port)
+
+
+def _relay(raw: Any) -> Relay | None:
     text = _text(raw)
     if text.lower() in OFF_WORDS:
         return None
-    host, _, port = text.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError("write host:port, for example localhost:25")
-    return host.strip("[]"), int(port)
+    example = ("write host:port (localhost:25), submission://user@smtp.example.org:587 "
+               "(STARTTLS) or smtps://user@smtp.example.org:465 (TLS)")
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return Relay(*_host_port(text, None, example))
+    scheme = scheme.lower()
+    if scheme not in RELAY_PORTS:
+        raise ValueError(f"unknown scheme {scheme!r}: {example}")
+    user, where = _user_at_host(rest.rstrip("/"))
+    host, port = _host_port(where, RELAY_PORTS[scheme], example)
+    if scheme == "smtp" and user:
+        raise ValueError("a login needs TLS: write submission://... or smtps://...")
+    return Relay(host, port, scheme, user)
+
+
+def _imap(raw: Any) -> Mailbox | None:
+    text = _text(raw)
+    if text.lower() in OFF_WORDS:
+        return None
+    example = "write imaps://user@imap.example.org/INBOX (or imap://... for STARTTLS)"
+    scheme, sep, rest = text.partition("://")
+    scheme = scheme.lower()
+    if not sep or scheme not in IMAP_PORTS:
+        raise ValueError(example)
+    user, where = _user_at_host(rest)  # a folder with an @ in its name: write %40
+    where, _, folder = where.partition("/")
+    if not user:
+        raise ValueError("name the login: " + example)
+    host, port = _host_port(where, IMAP_PORTS[scheme], example)
+    return Mailbox(scheme, user, host, port, unquote(folder.strip("/")) or "INBOX")
+
+
+def _imap_done(raw: Any) -> str:
+    text = _text(raw)
+    if text.lower() in IMAP_DONE:
+        return text.lower()
+    if text.lower().startswith(IMAP_MOVE) and text[len(IMAP_MOVE):].strip():
+        return IMAP_MOVE + text[len(IMAP_MOVE):].strip()
+    raise ValueError("flag, delete, or move:FOLDER (move:Processed)")
+
+
+def _seconds(raw: Any) -> int:
+    value = _number(raw)
+    if value < 1:
+        raise ValueError("at least 1 second")
+    return value
 
 
 def parse_listen(raw: Any) -> str | None:
@@ -280,7 +414,8 @@ KEYS: dict[str, tuple[str, str]] = {
     "address": ("addresses", "the game addresses, comma-separated or a list; the first is "
                              "the From of the server's mail"),
     "name": ("server_name", "display name on outgoing mail"),
-    "relay": ("relay", "host:port of the SMTP relay for outgoing mail; off: the Maildir"),
+    "relay": ("relay", "where outgoing mail goes: host:port, submission://user@host:587, "
+                        "smtps://user@host:465; off: the Maildir"),
     "maildir": ("maildir", "Maildir for outgoing mail when no relay is set"),
     "max_size": ("max_message_size", "largest message taken, in bytes"),
     "max_reply": ("max_reply_size", "longest reply to one mail, in bytes; the rest is left "
@@ -293,14 +428,38 @@ KEYS: dict[str, tuple[str, str]] = {
     "syslog": ("syslog", "log to syslog (facility mail) as well: true or false"),
     "secret": ("secret", "the key of move-by-reply addresses (empty: one the server makes "
                          "and keeps in the database)"),
+    "relay_password": ("relay_password", "the password of the relay's login (better: "
+                                         "relay_password_file)"),
+    "relay_password_file": ("relay_password_file", "a file holding the password of the "
+                                                   "relay's login"),
+    "relay_ca_file": ("relay_ca_file", "certificates to trust for the relay (empty: the "
+                                       "system's)"),
+    "daily_send_limit": ("daily_send_limit", "the most mails given to the relay in any 24 "
+                                             "hours; the rest wait (0: no limit)"),
+    "imap": ("imap", "the mailbox 'serve' takes mail from: imaps://user@host/INBOX, or off"),
+    "imap_password": ("imap_password", "the mailbox's password (better: imap_password_file)"),
+    "imap_password_file": ("imap_password_file", "a file holding the mailbox's password"),
+    "imap_ca_file": ("imap_ca_file", "certificates to trust for the IMAP server (empty: the "
+                                     "system's)"),
+    "imap_verify": ("imap_verify", "check the IMAP server's certificate: true (false only for "
+                                   "a test host)"),
+    "imap_poll": ("imap_poll", "seconds between looks at a mailbox whose server has no IDLE"),
+    "imap_done": ("imap_done", "what is done to a mail on the IMAP server once stored: flag, "
+                               "delete or move:FOLDER"),
 }
 PARSERS: dict[str, Any] = {
     "database_url": _database_url, "address": _addresses, "name": _name, "relay": _relay,
     "maildir": _path, "max_size": _size, "max_reply": _reply_size, "smtp": parse_listen,
     "lmtp": parse_listen,
     "workers": _number, "log_level": _level, "log_file": _optional_path, "syslog": _flag,
-    "secret": _secret,
+    "secret": _secret, "relay_password": _secret, "relay_password_file": _optional_path,
+    "relay_ca_file": _optional_path, "daily_send_limit": _number, "imap": _imap,
+    "imap_password": _secret, "imap_password_file": _optional_path,
+    "imap_ca_file": _optional_path, "imap_verify": _flag, "imap_poll": _seconds,
+    "imap_done": _imap_done,
 }
+#: settings shown as *** by ``config show``
+SECRET_KEYS = ("secret", "relay_password", "imap_password")
 assert set(PARSERS) == set(KEYS) and {f for f, _ in KEYS.values()} <= {
     f.name for f in fields(Settings)}
 
@@ -334,12 +493,37 @@ def as_toml(settings: Settings) -> str:
         value: Any = getattr(settings, name)
         if key == "database_url":
             value = masked_url(value)
-        elif key == "secret" and value:
+        elif key in SECRET_KEYS and value:
             value = "***"
         elif key == "relay":
-            value = f"{value[0]}:{value[1]}" if value else "off"
+            value = relay_url(settings) if value else "off"
+        elif key == "imap":
+            value = value.url if value else "off"
         elif value is None:
             value = "off" if key in ("smtp", "lmtp") else ""
         lines += [f"# {meaning} ({env_name(key)})",
                   f"{key} = {_toml(value)}  # {settings.origin(key)}"]
     return "\n".join(lines) + "\n"
+
+
+def relay_url(settings: Settings) -> str:
+    """The relay as the setting would say it (no password)."""
+    relay = settings.relay_target
+    if relay is None:
+        return "off"
+    if relay.scheme == "smtp":
+        return f"{relay.host}:{relay.port}"
+    user = f"{relay.user}@" if relay.user else ""
+    return f"{relay.scheme}://{user}{relay.host}:{relay.port}"
+
+
+def read_password(inline: str | None, path: Path | None, what: str) -> str | None:
+    """A password from its setting, else from its file (read each time: a changed
+    file needs no restart); None if neither is set."""
+    if path is not None:
+        try:
+            return path.read_text(encoding="utf-8").strip("\r\n")
+        except OSError as exc:
+            raise SettingsError(f"{what} password file {path} cannot be read: "
+                                f"{exc.strerror or exc}") from None
+    return inline

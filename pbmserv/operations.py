@@ -18,18 +18,20 @@ from pathlib import Path
 from sqlalchemy import ColumnElement, delete, func, or_, select, text, update
 
 from pbmserv.commands.account import mail_reset_code
-from pbmserv.config import Settings
+from pbmserv.config import Settings, relay_url
 from pbmserv.db import migrate
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import InboundMessage, OutboxMessage, PasswordReset
+from pbmserv.db.models import ImapState, InboundMessage, OutboxMessage, PasswordReset
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus, OutboxStatus
+from pbmserv.intake.imap import check_mailbox
 from pbmserv.notifications import Notifier
 from pbmserv.notifications.views import board_summary
 from pbmserv.processing import process_message
 from pbmserv.sender.delivery import Sender
-from pbmserv.sender.relay import probe
+from pbmserv.sender.relay import RelayConnection, RelayDown
+from pbmserv.sender.relay import check as check_relay
 from pbmserv.service import admin
 from pbmserv.service.accounts import existing_user
 from pbmserv.service.boards import engine_of
@@ -67,6 +69,8 @@ class Status:
     #: whether the database answered, and whether the queues were counted
     reachable: bool = True
     counted: bool = False
+    #: how the IMAP intake stands, when one is set ("" when none is)
+    imap: str = ""
 
     @property
     def healthy(self) -> bool:
@@ -78,11 +82,12 @@ def _age(now: datetime, then: datetime | None) -> timedelta | None:
 
 
 def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta = INBOX_LATE,
-           outbox_late: timedelta = OUTBOX_LATE) -> Status:
+           outbox_late: timedelta = OUTBOX_LATE, mailbox: str | None = None) -> Status:
     """The server's health: unhealthy if the database cannot be read, its schema is not
-    this code's, stored mail waits longer than ``inbox_late`` or outgoing mail is due
-    for longer than ``outbox_late``.  Failed mail is counted, not held against it: it
-    needs a person, not a restart."""
+    this code's, stored mail waits longer than ``inbox_late``, outgoing mail is due
+    for longer than ``outbox_late`` or ``serve`` cannot read the IMAP ``mailbox``
+    (user@host/folder).  Failed mail is counted, not held against it: it needs a
+    person, not a restart."""
     now = now or utcnow()
     head = migrate.head()
     try:
@@ -109,13 +114,23 @@ def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta =
             OutboxMessage.next_attempt_at < now - outbox_late))
         failed_out = session.scalar(select(func.count()).select_from(OutboxMessage)
                                     .where(OutboxMessage.status == OutboxStatus.FAILED))
+        imap = None if mailbox is None else session.get(ImapState, mailbox)
+    imap_text = "" if mailbox is None else f"{mailbox}: not read yet (is 'pbmserv serve' running?)"
+    if imap is not None:
+        imap_text = (f"{mailbox}: cannot be read since {imap.since:%Y-%m-%d %H:%M} UTC"
+                     if imap.problem else
+                     f"{mailbox}: read since {imap.since:%Y-%m-%d %H:%M} UTC, "
+                     + ("waiting with IDLE" if imap.idle else "polled"))
     result = Status(revision, head, waiting, _age(now, oldest_in), failed_in or 0, pending,
-                    _age(now, oldest_out), overdue or 0, failed_out or 0, counted=True)
+                    _age(now, oldest_out), overdue or 0, failed_out or 0, counted=True,
+                    imap=imap_text)
     if result.oldest_waiting is not None and result.oldest_waiting > inbox_late:
         result.problems.append(
             f"stored mail is not being processed: the oldest waits since "
             f"{oldest_in:%Y-%m-%d %H:%M} UTC (is 'pbmserv serve' or 'pbmserv work --loop' "
             "running?)")
+    if imap is not None and imap.problem:
+        result.problems.append(f"IMAP {mailbox}: {imap.problem}")
     if result.overdue:
         result.problems.append(
             f"outgoing mail is not going out: {result.overdue} mail(s) due for more than "
@@ -167,12 +182,31 @@ def check_settings(settings: Settings) -> list[Check]:
     if db.is_sqlite and not settings.database_url.startswith("sqlite:////"):
         out.append(Check("database_url", WARN, "a relative SQLite path depends on the "
                          f"working directory (here: {os.getcwd()}); give an absolute one"))
-    if settings.relay is not None:
-        host, port = settings.relay
-        out.append(Check("relay", OK, f"{host}:{port} answers") if probe(settings.relay)
-                   else Check("relay", FAIL, f"no SMTP answer from {host}:{port}: is the "
-                              "MTA running and listening there?"))
-    else:
+    relay = settings.relay_target
+    if relay is not None:
+        host, port = relay.host, relay.port
+        problem = check_relay(relay, settings.relay_ca_file)
+        if problem is not None:
+            problem = f"{relay_url(settings)}: {problem}"
+            if relay.scheme == "smtp":
+                problem = (f"no SMTP answer from {host}:{port}: is the MTA running and "
+                           "listening there?")
+        elif relay.user:
+            try:
+                RelayConnection(relay, settings.address, settings=settings).send_nothing()
+            except RelayDown as exc:
+                problem = f"{relay_url(settings)}: {exc}"
+        out.append(Check("relay", FAIL, problem) if problem
+                   else Check("relay", OK, f"{host}:{port} answers"
+                              + (f" and takes the login of {relay.user}" if relay.user else "")))
+        if settings.daily_send_limit:
+            out.append(Check("sending", OK, f"at most {settings.daily_send_limit} mails in "
+                             "any 24 hours; the rest wait"))
+    if settings.imap is not None:
+        problem = check_mailbox(settings)
+        out.append(Check("imap", FAIL, f"{settings.imap}: {problem}") if problem
+                   else Check("imap", OK, f"{settings.imap}: logged in, the folder is there"))
+    if relay is None:
         problem = _writable(settings.maildir / "tmp")
         out.append(Check("maildir", FAIL, f"{settings.maildir}: {problem}") if problem
                    else Check("maildir", OK, f"{settings.maildir.resolve()} is writable "

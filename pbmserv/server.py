@@ -1,7 +1,8 @@
-"""``pbmserv serve``: the SMTP and LMTP listeners plus the work behind it (and, with
-``web``, the read-only web pages, in a process of their own).
+"""``pbmserv serve``: the SMTP and LMTP listeners and the IMAP intake plus the work
+behind them (and, with ``web``, the read-only web pages, in a process of their own).
 
-The listeners store mail (group commit) and wake the workers through pipes; each
+The listeners store mail (group commit), the IMAP intake stores what it takes from the
+mailbox, and both wake the workers through pipes; each
 worker (pbmserv.worker) processes stored mail, runs the clock and sends the outbox.
 With ``workers`` > 0 they are processes of their own, started as ``pbmserv work
 --loop --wake-fd N`` (with the settings file and log options of ``serve``), niced
@@ -25,6 +26,7 @@ from typing import Any
 from pbmserv.bot_loop import BotLoop
 from pbmserv.config import Settings
 from pbmserv.db.session import Database
+from pbmserv.intake.imap import ImapIntake
 from pbmserv.intake.lmtp import LmtpHandler, make_lmtp_controller
 from pbmserv.intake.smtp import IntakeHandler, make_controller
 from pbmserv.intake.writer import IntakeWriter
@@ -109,6 +111,8 @@ class Server:
             IntakeHandler(self.writer, settings), host, port, settings)
         self.lmtp_controller = None if lmtp is None else make_lmtp_controller(
             LmtpHandler(self.writer, settings), lmtp, settings)
+        self.imap = None if settings.imap is None else ImapIntake(
+            db, settings, on_stored=lambda _ids: self.wake())
         self._started: list[Any] = []
 
     def wake(self) -> None:
@@ -162,12 +166,16 @@ class Server:
         except BaseException:
             self.stop()
             raise
+        if self.imap is not None:
+            self.imap.start()
         self.wake()  # mail stored before a restart is processed now
 
     def stop(self) -> None:
         for controller in self._started:
             controller.stop()
         self._started = []
+        if self.imap is not None and self.imap.is_alive():
+            self.imap.stop()
         self.writer.stop()
         if self.bot_loop is not None:
             self.bot_loop.stop()

@@ -36,7 +36,8 @@ def status(settings: Settings, inbox_late: int, outbox_late: int) -> None:
     else:
         try:
             s = operations.status(db, inbox_late=timedelta(seconds=inbox_late),
-                                  outbox_late=timedelta(seconds=outbox_late))
+                                  outbox_late=timedelta(seconds=outbox_late),
+                                  mailbox=None if settings.imap is None else str(settings.imap))
         finally:
             db.dispose()
     if s.reachable:
@@ -47,6 +48,8 @@ def status(settings: Settings, inbox_late: int, outbox_late: int) -> None:
                    f"{s.failed_in} failed")
         click.echo(f"outbox   {s.pending} pending (oldest {_age(s.oldest_pending)}), "
                    f"{s.overdue} overdue, {s.failed_out} failed")
+    if s.imap:
+        click.echo(f"imap     {s.imap}")
     for problem in s.problems:
         click.echo(f"problem  {problem}")
     if s.failed_in or s.failed_out:

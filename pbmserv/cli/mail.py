@@ -24,7 +24,7 @@ from pbmserv.cli.app import (
     pass_app,
     pass_settings,
 )
-from pbmserv.config import Settings, parse_listen
+from pbmserv.config import Settings, parse_listen, relay_url
 from pbmserv.db import migrate
 from pbmserv.db.problems import describe
 from pbmserv.intake.store import store_message
@@ -63,7 +63,7 @@ def _listen_option(value: str | None) -> str | None:
 @pass_app
 def serve(app: App, smtp: str | None, lmtp: str | None, host: str | None, port: int | None,
           workers: int | None, web: str | None, bots: bool) -> None:
-    """Listen for mail (SMTP and/or LMTP), process it and send the replies."""
+    """Take mail (SMTP, LMTP and/or an IMAP mailbox), process it and send the replies."""
     from pbmserv.server import Server
 
     settings = app.settings
@@ -71,8 +71,8 @@ def serve(app: App, smtp: str | None, lmtp: str | None, host: str | None, port: 
         smtp = f"{host or '127.0.0.1'}:{port or 2525}"
     smtp_at = _listen_option(smtp) if smtp is not None else settings.smtp
     lmtp_at = _listen_option(lmtp) if lmtp is not None else settings.lmtp
-    if smtp_at is None and lmtp_at is None:
-        raise click.UsageError("nothing to listen on: set smtp or lmtp (or --smtp, --lmtp)")
+    if smtp_at is None and lmtp_at is None and settings.imap is None:
+        raise click.UsageError("no mail to take: set smtp, lmtp or imap (or --smtp, --lmtp)")
     if smtp_at is not None and smtp_at.startswith("/"):
         raise click.UsageError("SMTP listens on host:port only; a Unix socket is for --lmtp")
     web_at = None
@@ -97,9 +97,11 @@ def serve(app: App, smtp: str | None, lmtp: str | None, host: str | None, port: 
         db.dispose()
         raise click.ClickException(f"cannot listen on {' and '.join(listeners)}: "
                                    f"{describe(exc)}") from None
-    where = (f"relay {settings.relay[0]}:{settings.relay[1]}" if settings.relay
+    where = (f"relay {relay_url(settings)}" if settings.relay
              else f"Maildir {settings.maildir}")
-    log.info("listening on %s for %s; replies go to %s", " and ".join(listeners),
+    if settings.imap is not None:
+        listeners.append(f"the IMAP mailbox {settings.imap}")
+    log.info("taking mail by %s for %s; replies go to %s", " and ".join(listeners),
              ", ".join(settings.addresses), where)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

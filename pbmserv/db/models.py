@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, ForeignKey, Index, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from pbmserv.db.base import Base, utcnow
@@ -451,3 +451,38 @@ class ServerSecret(Base):
 
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(String(128))
+
+
+class ImapMessage(Base):
+    """A mail taken from an IMAP folder, by its UID: stored once, however often the
+    server shows it (a crash before it was marked done there)."""
+
+    __tablename__ = "imap_messages"
+
+    #: the mailbox, as ``user@host/folder``
+    mailbox: Mapped[str] = mapped_column(String(400), primary_key=True)
+    #: the folder's UIDVALIDITY: its UIDs mean nothing under another one
+    uidvalidity: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    uid: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    #: the stored mail (no foreign key: purging the inbox keeps this row), None if it
+    #: was stored before (a redelivery) or not at all
+    inbound_id: Mapped[int | None] = mapped_column(default=None)
+    #: "stored", or why it was not: "too big" (left on the server, unmarked)
+    outcome: Mapped[str] = mapped_column(String(20), default="stored")
+    taken_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ImapState(Base):
+    """How the IMAP intake of ``serve`` stands, for ``pbmserv status``."""
+
+    __tablename__ = "imap_state"
+
+    mailbox: Mapped[str] = mapped_column(String(400), primary_key=True)
+    #: what keeps it from reading the mailbox (wrong password, no such folder), or None
+    problem: Mapped[str | None] = mapped_column(Text, default=None)
+    #: since when the problem (or the good state) lasts
+    since: Mapped[datetime] = mapped_column(default=utcnow)
+    #: the last time the intake looked at the mailbox or tried to
+    checked_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: whether it waits with IDLE (else it polls)
+    idle: Mapped[bool] = mapped_column(default=False)

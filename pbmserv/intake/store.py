@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from email.parser import BytesHeaderParser
 from email.policy import compat32
 from typing import Any
@@ -75,9 +75,13 @@ def _insert(session: Session, values: dict[str, Any]) -> int | None:
     return None if row is None else int(row[0])
 
 
-def store_batch(db: Database, mails: Sequence[tuple[bytes, str]]) -> list[int | None]:
+def store_batch(db: Database, mails: Sequence[tuple[bytes, str]],
+                also: Callable[[Session, list[int | None]], None] | None = None,
+                ) -> list[int | None]:
     """Commit many raw mails at once; for each, its id, or None if it was stored
-    before (a redelivery: the same sender and Message-ID)."""
+    before (a redelivery: the same sender and Message-ID).  ``also`` is called with
+    the session and those ids before the commit: what it writes is committed with the
+    mails, or not at all (the IMAP intake's record of the UIDs it took)."""
     rows: list[dict[str, Any]] = []
     message_ids = []
     for raw, envelope_from in mails:
@@ -89,6 +93,8 @@ def store_batch(db: Database, mails: Sequence[tuple[bytes, str]]) -> list[int | 
                      "status": InboundStatus.NEW})
     with db.transaction(urgent=True) as session:
         ids = [_insert(session, values) for values in rows]
+        if also is not None:
+            also(session, ids)
     # one line per mail, to follow it from the MTA's log into ours: never its Subject
     # (a command line may hold a password)
     for stored, values, message_id in zip(ids, rows, message_ids, strict=True):

@@ -29,10 +29,10 @@ from datetime import timedelta
 from itertools import count
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from pbmserv.config import Settings
+from pbmserv.config import Relay, Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
@@ -40,6 +40,7 @@ from pbmserv.db.status import OutboxStatus
 from pbmserv.sender.maildir import deliver_all
 from pbmserv.sender.message import envelope_address, message_bytes
 from pbmserv.sender.relay import (
+    LoginRefused,
     PermanentFailure,
     RelayConnection,
     RelayDown,
@@ -57,6 +58,11 @@ BATCH = 100
 MAX_BACKOFF = 3600
 #: how often an unreachable relay is tried again
 PROBE_EVERY = 2.0
+#: how often a relay that refused our login is tried again (a provider may lock an
+#: account that keeps giving a wrong password)
+LOGIN_AGAIN_EVERY = 300.0
+#: the span of ``daily_send_limit``
+DAY = timedelta(hours=24)
 
 
 def backoff_seconds(attempts: int) -> int:
@@ -88,6 +94,8 @@ class Sender:
         self._claims = count(1)
         self.relay_down = False
         self._next_probe = 0.0
+        #: whether the daily sending limit held mail back at the last look
+        self.capped = False
 
     # -- leases -----------------------------------------------------------------------
     def _claim(self, limit: int) -> tuple[str, list[OutboxMessage]]:
@@ -147,15 +155,20 @@ class Sender:
     def send_due(self, limit: int = 10_000) -> int:
         """Send due messages, a batch at a time (each tried once, at most ``limit``);
         returns how many went out."""
-        relay = self.settings.relay
+        relay = self.settings.relay_target
         if relay is not None and self.relay_down:
             if time.monotonic() < self._next_probe:
                 return 0
-            if not probe(relay):
+            if not probe(relay, self.settings.relay_ca_file):
                 self._next_probe = time.monotonic() + PROBE_EVERY
                 return 0
-            log.warning("relay %s:%s answers again; sending the backlog", *relay)
+            log.warning("relay %s:%s answers again; sending the backlog", relay.host,
+                        relay.port)
             self.relay_down = False
+        if relay is not None and self.settings.daily_send_limit:
+            limit = min(limit, self._room_today())
+            if limit <= 0:
+                return 0
         sent = tried = 0
         while tried < limit and not self.relay_down:
             token, rows = self._claim(min(BATCH, limit - tried))
@@ -167,6 +180,23 @@ class Sender:
             else:
                 sent += self._to_relay(relay, token, rows)
         return sent
+
+    def _room_today(self) -> int:
+        """How many more mails the daily sending limit lets go out now: the limit less
+        those sent in the last 24 hours."""
+        cap = self.settings.daily_send_limit
+        with self.db.reading() as session:
+            sent = session.scalar(select(func.count()).select_from(OutboxMessage).where(
+                OutboxMessage.status == OutboxStatus.SENT,
+                OutboxMessage.sent_at > utcnow() - DAY)) or 0
+        room = max(cap - sent, 0)
+        if not room and not self.capped:
+            log.warning("daily_send_limit reached: %d mails sent in the last 24 hours; "
+                        "the rest wait in the outbox until older ones are a day old", sent)
+        elif room and self.capped:
+            log.warning("daily_send_limit: %d more may go out now; sending", room)
+        self.capped = not room
+        return room
 
     def _build(self, rows: list[OutboxMessage]) -> tuple[list[tuple[OutboxMessage, bytes]],
                                                         list[tuple[OutboxMessage, str]]]:
@@ -200,10 +230,11 @@ class Sender:
                          row.message_id, row.to_addr)
         return len(done)
 
-    def _to_relay(self, relay: tuple[str, int], token: str, rows: list[OutboxMessage]) -> int:
+    def _to_relay(self, relay: Relay, token: str, rows: list[OutboxMessage]) -> int:
         sent = 0
         pending: tuple[int, dict[str, Any]] | None = None  # a result not yet recorded
-        with RelayConnection(relay, self.settings.address) as connection:
+        with RelayConnection(relay, self.settings.address,
+                             settings=self.settings) as connection:
             for i, row in enumerate(rows):
                 with self.db.transaction() as session:
                     if pending is not None:
@@ -219,10 +250,16 @@ class Sender:
                 try:
                     answer = connection.send(built[0][1], envelope_address(row.to_addr))
                 except RelayDown as exc:
-                    log.warning("relay %s:%s cannot be reached (%s); probing every %ss",
-                                relay[0], relay[1], exc, PROBE_EVERY)
+                    wait = PROBE_EVERY
+                    if isinstance(exc, LoginRefused):
+                        wait = LOGIN_AGAIN_EVERY
+                        log.error("relay %s:%s: %s; trying again in %ss", relay[0],
+                                  relay[1], exc, int(wait))
+                    else:
+                        log.warning("relay %s:%s cannot be reached (%s); probing every %ss",
+                                    relay[0], relay[1], exc, PROBE_EVERY)
                     self.relay_down = True
-                    self._next_probe = time.monotonic() + PROBE_EVERY
+                    self._next_probe = time.monotonic() + wait
                     with self.db.transaction() as session:
                         self._record(session, token, [row.id],
                                      {"last_error": str(exc)[:2000]}, charged=False)

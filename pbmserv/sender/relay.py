@@ -1,15 +1,25 @@
 """Talking to the relay: one connection reused for a batch, and a cheap probe.
 
+The relay is the local MTA (plain SMTP, no login) or a provider's submission server:
+``submission://`` (STARTTLS, required) or ``smtps://`` (TLS from the first byte), with
+a login; the certificate is checked against ``relay_ca_file`` or the system's
+authorities.
+
 Failures come in two kinds.  ``RelayDown`` means the relay cannot be reached or
-talked to at all: no single mail is to blame, so none is charged with a back-off.
-``PermanentFailure`` and ``TemporaryFailure`` are the relay's answer to one mail.
+talked to at all: no single mail is to blame, so none is charged with a back-off
+(``LoginRefused``, a wrong password, is one of them).  ``PermanentFailure`` and
+``TemporaryFailure`` are the relay's answer to one mail.
 """
 
 from __future__ import annotations
 
 import smtplib
+import ssl
+from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from pbmserv.config import Relay, Settings, SettingsError, read_password
 
 TIMEOUT = 30.0
 PROBE_TIMEOUT = 5.0
@@ -25,6 +35,10 @@ def on_the_wire(data: bytes) -> bytes:
 
 class RelayDown(Exception):
     """The relay is unreachable or not taking mail at all."""
+
+
+class LoginRefused(RelayDown):
+    """The relay refused our login (or there is no password to give it)."""
 
 
 class PermanentFailure(Exception):
@@ -54,23 +68,100 @@ class _Client(smtplib.SMTP):
         return code, text
 
 
+class _TlsClient(_Client, smtplib.SMTP_SSL):
+    """The same over TLS from the first byte (smtps, port 465)."""
+
+
+def tls_context(ca_file: Path | None) -> ssl.SSLContext:
+    """TLS with the relay's certificate checked (against ``ca_file``, else the system's
+    authorities) and its name matched."""
+    return ssl.create_default_context(cafile=None if ca_file is None else str(ca_file))
+
+
+def _connect(relay: Relay, ca_file: Path | None, timeout: float) -> _Client:
+    """A session with the relay, greeted, over TLS where its scheme wants it."""
+    if relay.scheme == "smtps":
+        smtp: _Client = _TlsClient(relay.host, relay.port, timeout=timeout,
+                                   context=tls_context(ca_file))
+    else:
+        smtp = _Client(relay.host, relay.port, timeout=timeout)
+    try:
+        smtp.ehlo_or_helo_if_needed()
+        if relay.scheme == "submission":
+            if not smtp.has_extn("starttls"):
+                raise RelayDown(f"{relay.host}:{relay.port} offers no STARTTLS, and the "
+                                "password is never sent in the clear")
+            smtp.starttls(context=tls_context(ca_file))
+            smtp.ehlo()
+    except BaseException:
+        smtp.close()
+        raise
+    return smtp
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return (f"its certificate is not trusted ({exc.verify_message}): set relay_ca_file "
+                "to the certificate that signs it")
+    return f"{type(exc).__name__}: {exc}"
+
+
+def target(settings: Settings) -> Relay:
+    """The relay of ``settings`` (which has one)."""
+    relay = settings.relay_target
+    assert relay is not None
+    return relay
+
+
 class RelayConnection:
     """An SMTP session with the relay, opened on first use and reopened once if the
     relay hangs up between mails."""
 
-    def __init__(self, relay: tuple[str, int], sender: str) -> None:
-        self.relay = relay
+    def __init__(self, relay: tuple[str, int] | Relay, sender: str, *,
+                 settings: Settings | None = None) -> None:
+        """``relay`` is host:port for plain SMTP; with ``settings``, their relay (its
+        scheme, login, password and certificates) is used."""
+        self.relay = target(settings) if settings is not None else Relay(*relay)
+        self.settings = settings
         self.sender = sender
         self._smtp: _Client | None = None
 
     def _open(self) -> _Client:
+        ca_file = None if self.settings is None else self.settings.relay_ca_file
         try:
-            smtp = _Client(self.relay[0], self.relay[1], timeout=TIMEOUT)
-            smtp.ehlo_or_helo_if_needed()
+            smtp = _connect(self.relay, ca_file, TIMEOUT)
+        except RelayDown:
+            raise
         except Exception as exc:
-            raise RelayDown(f"{type(exc).__name__}: {exc}") from None
+            raise RelayDown(_why(exc)) from None
+        if self.relay.user:
+            self._login(smtp)
         self._smtp = smtp
         return smtp
+
+    def _login(self, smtp: _Client) -> None:
+        user = self.relay.user
+        try:
+            assert self.settings is not None
+            password = read_password(self.settings.relay_password,
+                                     self.settings.relay_password_file, "the relay's")
+            if password is None:
+                raise LoginRefused("no password for the relay's login: set "
+                                   "relay_password_file (or PBMSERV_RELAY_PASSWORD)")
+            smtp.login(user, password)
+        except smtplib.SMTPAuthenticationError as exc:
+            smtp.close()
+            said = exc.smtp_error.decode("utf-8", "replace") if isinstance(
+                exc.smtp_error, bytes) else str(exc.smtp_error)
+            raise LoginRefused(f"the relay refused the login of {user} ({exc.smtp_code} "
+                               f"{said}): check relay_password_file, and whether the "
+                               "provider wants an app password") from None
+        except (SettingsError, LoginRefused) as exc:
+            smtp.close()
+            raise LoginRefused(str(exc)) from None
+        except Exception as exc:
+            smtp.close()
+            raise RelayDown(_why(exc)) from None
 
     def send(self, data: bytes, to: str) -> str:
         """Send one mail; returns the relay's answer to it."""
@@ -103,6 +194,11 @@ class RelayConnection:
                 # the relay may close a connection after some mails: reconnect once
         raise AssertionError("unreachable: the second attempt returns or raises")
 
+    def send_nothing(self) -> None:
+        """Open the session (log in) and close it: raises RelayDown if it cannot."""
+        with self:
+            self._open()
+
     def close(self) -> None:
         smtp, self._smtp = self._smtp, None
         if smtp is not None:
@@ -119,12 +215,20 @@ class RelayConnection:
         self.close()
 
 
-def probe(relay: tuple[str, int]) -> bool:
-    """Whether the relay answers: connect, greet, say goodbye."""
+def probe(relay: tuple[str, int] | Relay, ca_file: Path | None = None) -> bool:
+    """Whether the relay answers: connect, greet (and start TLS where its scheme wants
+    it), say goodbye.  No login: a wrong password is not tried every few seconds."""
+    return check(relay, ca_file) is None
+
+
+def check(relay: tuple[str, int] | Relay, ca_file: Path | None = None) -> str | None:
+    """None if the relay answers as ``probe`` asks, else why not."""
+    target = relay if isinstance(relay, Relay) else Relay(*relay)
     try:
-        with smtplib.SMTP(relay[0], relay[1], timeout=PROBE_TIMEOUT) as smtp:
-            smtp.ehlo_or_helo_if_needed()
-            code, _ = smtp.noop()
-            return 200 <= code < 300
-    except Exception:
-        return False
+        with _connect(target, ca_file, PROBE_TIMEOUT) as smtp:
+            code, text = smtp.noop()
+            if 200 <= code < 300:
+                return None
+            return f"it answered NOOP with {code} {text.decode('utf-8', 'replace')}"
+    except Exception as exc:
+        return _why(exc)
