@@ -117,6 +117,9 @@ class Settings:
     imap_poll: int = 60
     #: "flag", "delete" or "move:FOLDER": what is done to a stored mail on the server
     imap_done: str = "flag"
+    #: whether mail for ``user+tag@`` reaches the mailbox: move-by-reply addresses use
+    #: it; without, the tag travels in the Reply-To's name and the Subject
+    subaddressing: bool = True
     #: the settings file these settings were read from, if any
     source: Path | None = None
     #: where each key's value came from, when not the default: (key, FILE or ENVIRONMENT
@@ -446,6 +449,9 @@ KEYS: dict[str, tuple[str, str]] = {
     "imap_poll": ("imap_poll", "seconds between looks at a mailbox whose server has no IDLE"),
     "imap_done": ("imap_done", "what is done to a mail on the IMAP server once stored: flag, "
                                "delete or move:FOLDER"),
+    "subaddressing": ("subaddressing", "whether mail for user+tag@ reaches the mailbox (false: "
+                                       "move-by-reply tags go in the Reply-To's name and the "
+                                       "Subject)"),
 }
 PARSERS: dict[str, Any] = {
     "database_url": _database_url, "address": _addresses, "name": _name, "relay": _relay,
@@ -456,7 +462,7 @@ PARSERS: dict[str, Any] = {
     "relay_ca_file": _optional_path, "daily_send_limit": _number, "imap": _imap,
     "imap_password": _secret, "imap_password_file": _optional_path,
     "imap_ca_file": _optional_path, "imap_verify": _flag, "imap_poll": _seconds,
-    "imap_done": _imap_done,
+    "imap_done": _imap_done, "subaddressing": _flag,
 }
 #: settings shown as *** by ``config show``
 SECRET_KEYS = ("secret", "relay_password", "imap_password")

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import smtplib
 from collections.abc import Iterator
+from dataclasses import replace
+from email import message_from_bytes, policy
+from email.utils import parseaddr
 
 import pytest
 from sqlalchemy import select
@@ -12,6 +15,7 @@ from sqlalchemy import select
 from pbmserv.config import Settings
 from pbmserv.db.models import Board, Move, OutboxMessage
 from pbmserv.db.session import Database
+from pbmserv.sender.message import message_bytes
 from pbmserv.server import Server
 from pbmserv.service import reply_tokens
 from tests.conftest import Mailer, free_port, make_mail
@@ -224,3 +228,58 @@ def test_a_whole_game_by_replies(mailer: Mailer) -> None:
     assert mail.subject == "Honeydonuts Board 101 Game over **"
     assert "Game won by alice (Red): Blue's King was pushed off the board." in flat(mail.body)
     assert mail.reply_to is None  # nothing more to move
+
+
+@pytest.fixture
+def plain_mailer(db: Database, settings: Settings) -> Mailer:
+    """The server of a mailbox without sub-addresses (``subaddressing = false``)."""
+    return Mailer(db, replace(settings, subaddressing=False))
+
+
+def test_without_sub_addresses_the_tag_travels_in_the_name_and_the_subject(
+        plain_mailer: Mailer, db: Database) -> None:
+    mail = start(plain_mailer)
+    assert mail.reply_to is not None
+    name, address = parseaddr(mail.reply_to)
+    assert address == "pbmserv@localhost"  # the plain address: the mailbox gets it
+    tag = name.removeprefix("pbmserv [").removesuffix("]")
+    assert name == f"pbmserv [{tag}]" and tag.startswith("b") and "-" in tag
+    assert mail.subject == f"New Honeydonuts Board 101 alice [{tag}]"
+    built = message_from_bytes(message_bytes(plain_mailer.settings, mail), policy=policy.default)
+    assert parseaddr(str(built["Reply-To"])) == (name, address)
+    # a client that keeps the name: the To of the reply is the Reply-To as it was
+    out = plain_mailer.send(f"Re: {mail.subject}", "a1-a2\nGood luck!\n", To=mail.reply_to)
+    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in out[0].body
+    [to_bob] = [m for m in out if m.to_addr == "bob@example.org"]
+    assert to_bob.reply_to is not None and to_bob.subject.endswith("]")
+    # a client that drops the name: the Subject still carries the tag
+    out = plain_mailer.send(f"Re: {to_bob.subject}", "e1-e2\n", sender="bob@example.org",
+                            To="pbmserv@localhost")
+    assert "Your move e1-e2 on Honeydonuts board 101 has been played." in out[0].body
+    with db.transaction() as s:
+        assert list(s.scalars(select(Move.notation).order_by(Move.id))) == ["a1-a2", "e1-e2"]
+
+
+def test_a_reply_with_the_tag_but_no_move_gets_the_board_and_how_to_move(
+        plain_mailer: Mailer) -> None:
+    """The Subject with its [TAG] still reads as that of the board mail: no command."""
+    mail = start(plain_mailer)
+    out = plain_mailer.send(f"Re: {mail.subject}", "", To="pbmserv@localhost")
+    assert out[0].subject.startswith("Honeydonuts Board 101: how to move [b")
+
+
+def test_a_forged_tag_in_brackets_is_refused(plain_mailer: Mailer, db: Database) -> None:
+    mail = start(plain_mailer)
+    forged = "b1u1m1t0-aaaaaaaaaaaaaaaa"
+    out = plain_mailer.send(f"Re: Honeydonuts Board 101 [{forged}]", "a1-a2\n",
+                            To="pbmserv@localhost")
+    assert moves(db) == []
+    assert out[0].body.startswith(
+        "> (your reply) a1-a2\nERROR: this mail went to a reply address the server did not "
+        "give out (or one\nthat was changed)")
+    assert mail.reply_to is not None
+
+
+def moves(db: Database) -> list[Move]:
+    with db.transaction() as s:
+        return list(s.scalars(select(Move)))

@@ -1,8 +1,14 @@
-"""The server's addresses and their ``+`` sub-addresses (``pbmserv+TAG@host``)."""
+"""The server's addresses and their ``+`` sub-addresses (``pbmserv+TAG@host``), and the
+same tags written in brackets (``[TAG]``) where a mailbox has no sub-addresses."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+
+#: a move-by-reply tag in brackets, in a Reply-To's name or a Subject: ``b<board>u<user>``,
+#: the rest of its payload, a dash and its signature (16 base32 letters)
+_TAG_MARK = re.compile(r"\[(b[0-9]{1,10}u[0-9]{1,10}[a-z0-9]{0,60}-[a-z2-7]{16})\]", re.I)
 
 
 def subaddress(address: str, tag: str) -> str:
@@ -27,3 +33,25 @@ def tag_of(address: str, ours: Iterable[str]) -> str | None:
 def is_ours(address: str, ours: Iterable[str]) -> bool:
     """Whether mail for ``address`` is the server's to take."""
     return tag_of(address, tuple(ours)) is not None
+
+
+def base_address(address: str) -> str:
+    """``pbmserv+TAG@host`` -> ``pbmserv@host``."""
+    local, at, domain = address.rpartition("@")
+    return f"{local.partition('+')[0]}{at}{domain}"
+
+
+def tag_mark(tag: str) -> str:
+    """A tag as it travels in a Reply-To's name or a Subject: ``[TAG]``."""
+    return f"[{tag}]"
+
+
+def marked_tag(text: str) -> str | None:
+    """The tag written as ``[TAG]`` in ``text`` (a header's value), if any."""
+    found = _TAG_MARK.search(text[:2000])
+    return None if found is None else found.group(1).lower()
+
+
+def without_tag_marks(text: str) -> str:
+    """``text`` with any ``[TAG]`` taken out (a Subject that carried one)."""
+    return " ".join(_TAG_MARK.sub(" ", text).split())

@@ -16,7 +16,7 @@ from email.message import Message
 from email.parser import BytesHeaderParser, BytesParser
 from itertools import islice
 
-from pbmserv.mail.addresses import tag_of
+from pbmserv.mail.addresses import marked_tag, tag_of, without_tag_marks
 from pbmserv.mail.headers import MAX_HEADER_VALUE, address_of, header
 from pbmserv.mail.html import html_to_text
 from pbmserv.mail.mailboxes import first_mailbox, raw_header
@@ -148,14 +148,24 @@ _RECIPIENT_HEADERS = ("Delivered-To", "X-Original-To", "To", "Cc")
 
 
 def _reply_tag(msg: Message, own: tuple[str, ...]) -> str | None:
-    """The tag of the first ``pbmserv+TAG@host`` address among the recipients."""
+    """The tag of the first ``pbmserv+TAG@host`` address among the recipients; else,
+    where the mailbox has no sub-addresses (the setting ``subaddressing``), the
+    ``[TAG]`` in the name of a recipient that is ours ("pbmserv [TAG]"
+    <pbmserv@host>, as the client copied it from the Reply-To), else in the Subject."""
     for name in _RECIPIENT_HEADERS:
         for value in (msg.get_all(name) or [])[:10]:
             for candidate in _ADDRESS_LIKE.findall(str(value)[:MAX_HEADER_VALUE]):
                 tag = tag_of(candidate, own)
                 if tag:
                     return tag
-    return None
+    for name in ("To", "Cc"):
+        for value in (msg.get_all(name) or [])[:10]:
+            text = str(value)[:MAX_HEADER_VALUE]
+            ours = any(tag_of(a, own) is not None for a in _ADDRESS_LIKE.findall(text))
+            tag = marked_tag(text) if ours else None
+            if tag:
+                return tag
+    return marked_tag(header(msg, "Subject"))
 
 
 def _attribution_end(lines: list[str], i: int) -> int | None:
@@ -236,7 +246,7 @@ def _parse(raw: bytes, *, headers_only: bool) -> Message:
 
 
 def _clean_subject(subject: str) -> str:
-    return _PREFIX.sub("", subject).strip()
+    return _PREFIX.sub("", without_tag_marks(subject)).strip()
 
 
 #: Precedence values of mail that no robot should answer (RFC 3834 2; auto_reply is
