@@ -115,9 +115,16 @@ def test_abandon_mails_everyone_and_rates_nobody(mailer: Mailer, settings: Setti
     assert again.exit_code == 1 and "is over already" in again.output
 
 
+def take_up(mailer: Mailer) -> None:
+    """Both players take board 101 up: only then is it rated."""
+    for uid in ("alice", "bob"):
+        mailer.reply(f"honeydonuts accept 101 {uid} pw-{uid}", sender=f"{uid}@example.org")
+
+
 def test_adjudicate_gives_a_rated_result(mailer: Mailer, settings: Settings,
                                          db: Database) -> None:
     start(mailer)
+    take_up(mailer)
     wrong = cli(settings, "boards", "adjudicate", "honeydonuts", "101", "carol")
     assert wrong.exit_code == 1 and "give one of alice, bob, or draw" in wrong.output
     assert "there is no honeydonuts board 102" in cli(
@@ -136,6 +143,7 @@ def test_adjudicate_gives_a_rated_result(mailer: Mailer, settings: Settings,
 
 def test_adjudicate_a_draw(mailer: Mailer, settings: Settings, db: Database) -> None:
     start(mailer)
+    take_up(mailer)
     assert cli(settings, "boards", "adjudicate", "honeydonuts", "101", "draw").exit_code == 0
     with db.reading() as s:
         assert [r.score for r in s.scalars(select(BoardRating))] == [0.5, 0.5]

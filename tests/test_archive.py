@@ -57,6 +57,7 @@ def play_some_games(mailer: Mailer, db: Database, settings: Settings) -> None:
     say(mailer, "carol", "amoeba decline 103 carol {pw}")
     mailer.reply("hexamoeba challenge alice carol")
     say(mailer, "alice", "hexamoeba move 101 alice {pw} c2-d2")
+    say(mailer, "carol", "hexamoeba accept 101 carol {pw}")  # so she can lose it on time
     # a round robin of Honeydonuts: three boards, all resigned
     say(mailer, "alice", "tournament create Cup honeydonuts alice {pw} -roundrobin")
     say(mailer, "bob", "tournament join Cup bob {pw}")
@@ -69,6 +70,7 @@ def play_some_games(mailer: Mailer, db: Database, settings: Settings) -> None:
         say(mailer, first, f"honeydonuts resign {number} {first} {{pw}}")
     # hexamoeba 101 is lost on time (it stays the one board in play until then)
     mailer.reply("amoeba challenge alice carol")
+    say(mailer, "carol", "amoeba accept 104 carol {pw}")  # rated: both took it up
     say(mailer, "alice", "amoeba move 104 alice {pw} resign")
     time_passes(db, 22)
     run_clocks(db, settings)

@@ -14,7 +14,7 @@ from pbmserv import worker
 from pbmserv.cli import main
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import Board, Move, OutboxMessage, Vacation
+from pbmserv.db.models import Board, Move, OutboxMessage, PlayerRating, Vacation
 from pbmserv.db.session import Database
 from pbmserv.notifications import Notifier
 from pbmserv.server import Server
@@ -59,10 +59,12 @@ def clock_mails(db: Database, settings: Settings) -> list[OutboxMessage]:
     return out
 
 
-def start(mailer: Mailer, *flags: str) -> None:
+def start(mailer: Mailer, *flags: str, take_up: bool = True) -> None:
     mailer.signup("alice", "bob")
     mailer.reply(" ".join(("honeydonuts challenge alice bob", *flags)))
     mailer.reply("honeydonuts move 101 alice pw-alice a1-a2")  # bob to move
+    if take_up:  # bob takes the board up without moving: it is his to lose on time
+        mailer.reply("honeydonuts accept 101 bob pw-bob", sender="bob@example.org")
 
 
 def board(db: Database) -> Board:
@@ -98,6 +100,25 @@ def test_nags_then_loss_on_time(mailer: Mailer, db: Database, settings: Settings
     assert ended.finished and ended.termination == "time" and ended.clock_due_at is None
 
 
+def test_a_board_never_taken_up_ends_with_no_result(mailer: Mailer, db: Database,
+                                                    settings: Settings) -> None:
+    """A challenge needs no password: bob, who never moved on the board nor accepted
+    it, does not lose it on time; it ends like a declined board, rated for nobody."""
+    start(mailer, take_up=False)
+    time_passes(db, 7.1)
+    [nag] = clock_mails(db, settings)
+    assert nag.to_addr == "bob@example.org"
+    time_passes(db, 14)
+    out = clock_mails(db, settings)
+    assert sorted(m.to_addr for m in out) == ["alice@example.org", "bob@example.org"]
+    assert "Game ended with no result: bob did not take the board up within 21 days." in flat(
+        out[0].body)
+    ended = board(db)
+    assert ended.finished and ended.termination == "abandoned" and ended.winner is None
+    with db.transaction() as s:
+        assert s.scalars(select(PlayerRating)).all() == []
+
+
 def test_a_move_restarts_the_clock(mailer: Mailer, db: Database, settings: Settings) -> None:
     start(mailer)
     time_passes(db, 8)
@@ -112,13 +133,22 @@ def test_a_move_restarts_the_clock(mailer: Mailer, db: Database, settings: Setti
 
 def test_clock_times_set_in_the_challenge(mailer: Mailer, db: Database,
                                           settings: Settings) -> None:
-    start(mailer, "--nagtime=2", "--forfeittime=3")
-    assert "a reminder after 2 days without a move, lost on time after 3" in flat(
+    start(mailer, "--nagtime=3", "--forfeittime=7")
+    assert "a reminder after 3 days without a move, lost on time after 7" in flat(
         mailer.reply("honeydonuts show 101"))
-    time_passes(db, 2.1)
+    time_passes(db, 3.1)
+    assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Honeydonuts Board 101 bob"]
+    time_passes(db, 3)
     assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Honeydonuts Board 101 bob"]
     time_passes(db, 1)
     assert len(clock_mails(db, settings)) == 2 and board(db).finished
+    # a challenge's clock has a floor: anyone may send one, in anyone's name
+    assert flat(mailer.reply("honeydonuts challenge alice bob --nagtime=1 --forfeittime=1")) \
+        .startswith("> honeydonuts challenge alice bob --nagtime=1 --forfeittime=1 "
+                    "ERROR: a challenge's clock nags after 3 days at the least and forfeits "
+                    "after 7 "
+                    "at the least (--nagtime=3 --forfeittime=7); a shorter clock may be "
+                    "agreed with a seek, which both players join themselves")
     assert "must not be shorter than the nag time" in mailer.reply(
         "honeydonuts challenge alice bob --nagtime=5 --forfeittime=2")
     assert "nag and forfeit times are 1 to 365 days" in mailer.reply(

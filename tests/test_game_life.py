@@ -292,8 +292,14 @@ def test_players_say_whose_challenges_they_take(mailer: Mailer) -> None:
     assert "bob plays at most 1 Honeydonuts board at once (now 1)." in text
     assert "bob plays 1 honeydonuts board(s) already" in mailer.reply(
         "honeydonuts challenge carol bob")
-    assert "write it as a move: honeydonuts move 101 userid password accept" in flat(
+    assert "write it as a move: honeydonuts move 101 userid password reject" in flat(
+        mailer.reply("honeydonuts reject 101 bob pw-bob"))
+    # 'accept' with a board takes the board up; a second time it says how to answer
+    # an offer instead
+    assert "You took up Honeydonuts board 101: it counts for you now" in flat(
         mailer.reply("honeydonuts accept 101 bob pw-bob"))
+    assert ("you took board 101 up already (" in flat(mailer.reply(
+        "honeydonuts accept 101 bob pw-bob")))
 
 
 @pytest.mark.postgres

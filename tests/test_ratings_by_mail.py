@@ -106,8 +106,10 @@ def test_ratings_follow_glicko2_for_every_ending(mailer: Mailer, db: Database,
     mailer.reply("amoeba challenge carol alice")
     move(mailer, "carol", 103, "decline")
     check(db, expected)
-    # 104: carol loses to alice on time
+    # 104: carol loses to alice on time (both took the board up: it is theirs)
     mailer.reply("amoeba challenge carol alice")
+    mailer.reply("amoeba accept 104 carol pw-carol", sender="carol@example.org")
+    mailer.reply("amoeba accept 104 alice pw-alice", sender="alice@example.org")
     time_passes(db, 22)
     run_clocks(db, settings)
     play(expected, "carol", "alice", 0.0, ended(db, 104))
@@ -120,6 +122,7 @@ def test_ratings_follow_glicko2_for_every_ending(mailer: Mailer, db: Database,
         row.rating, row.rd, row.rated_at = 1700.0, 60.0, row.rated_at - timedelta(days=65)
         expected["alice"] = Expected(1700.0, 60.0, row.volatility, row.rated_at)
     mailer.reply("amoeba challenge bob alice")
+    mailer.reply("amoeba accept 105 bob pw-bob", sender="bob@example.org")
     text = move(mailer, "alice", 105, "resign")
     before = expected["alice"].aged(ended(db, 105))
     assert 60.9 < before.rd < 62  # grown twice, not three times

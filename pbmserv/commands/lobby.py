@@ -3,13 +3,19 @@ player takes (accept, reject, limit)."""
 
 from __future__ import annotations
 
-from pbmserv.commands.args import is_board_ref, parse_challenge_words, small_number
+from pbmserv.commands.args import (
+    board_number,
+    is_board_ref,
+    parse_challenge_words,
+    small_number,
+)
 from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
 from pbmserv.commands.play import board_result
 from pbmserv.db.models import User
 from pbmserv.render import render
 from pbmserv.service import consent
 from pbmserv.service.accounts import existing_user
+from pbmserv.service.boards import load_board, seats_of
 from pbmserv.service.errors import PlayerError
 
 
@@ -88,7 +94,12 @@ class Policy(Command):
         if is_board_ref(inv.args[0]):
             raise PlayerError(
                 f"to {self.name} an offer or request on a board, write it as a move: "
-                f"{inv.engine.name} move {inv.args[0]} userid password {self.name}")
+                f"{inv.engine.name} move {inv.args[0]} userid password {self.name}; to end "
+                "a board you have not moved on, with no result: "
+                f"{inv.engine.name} decline {inv.args[0]} userid password")
+        return self.set_policy(ctx, inv)
+
+    def set_policy(self, ctx: Context, inv: Invocation) -> Result:
         user = login(ctx, inv.args[0], inv.args[1])
         game = inv.engine.name
         names = inv.args[2:]
@@ -118,9 +129,28 @@ def policy_result(ctx: Context, inv: Invocation, user: User) -> Result:
 @command
 class Accept(Policy):
     name = "accept"
+    arguments = "userid password [all|userid...] | board userid password"
     summary = ("take challenges from everyone ('all') or from these players; without "
-               "names, shows whose challenges you take")
+               "names, shows whose challenges you take. With a board number: take up a "
+               "board someone challenged you to, so that it counts for you (rated, and "
+               "lost if your clock runs out); answering an offer is the move 'accept'")
     accept = True
+
+    def secrets(self, inv: Invocation) -> tuple[int, ...]:
+        return (2,) if inv.args and is_board_ref(inv.args[0]) else (1,)
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        if not is_board_ref(inv.args[0]):
+            return self.set_policy(ctx, inv)
+        if len(inv.args) != 3:
+            raise PlayerError(f"write: {inv.engine.name} accept {inv.args[0]} userid password",
+                              usage=True)
+        user = login(ctx, inv.args[1], inv.args[2])
+        board = load_board(ctx.session, inv.engine, board_number(inv.args[0]), lock=True)
+        ctx.service.accept(board, user)
+        return board_result(ctx, inv.engine, board, user, "commands/accept_board.txt.j2",
+                            request=board.request_kind is not None
+                            and board.request_by not in seats_of(board, user))
 
 
 @command

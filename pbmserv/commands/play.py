@@ -85,7 +85,7 @@ class Challenge(Command):
                               usage=True)
         users = [check_enabled(existing_user(ctx.session, n)) for n in words.names]
         board = ctx.service.challenge(engine, users, words.options, nag_days=words.nag_days,
-                                      forfeit_days=words.forfeit_days)
+                                      forfeit_days=words.forfeit_days, sender=ctx.sender)
         return board_result(ctx, engine, board, None, "commands/challenge.txt.j2", new=True)
 
 

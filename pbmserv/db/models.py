@@ -24,6 +24,7 @@ from pbmserv.tournaments import TournamentKind
 
 class User(Base):
     __tablename__ = "users"
+    __table_args__ = (Index("ix_users_signup_sender_created_at", "signup_sender", "created_at"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     #: lower-cased userid, for case-insensitive matching
@@ -37,6 +38,13 @@ class User(Base):
     bot: Mapped[str | None] = mapped_column(String(16), default=None, index=True)
     #: set by the administrator: no password opens the account until it is enabled
     disabled_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: when its address answered the confirmation mail (None: not yet; until then no
+    #: password opens the account, nobody can challenge it and nothing is mailed to it)
+    confirmed_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: SHA-256 of the confirmation code (the code itself is only in the mail)
+    confirm_code_hash: Mapped[str | None] = mapped_column(String(128), default=None)
+    #: the address the signup came from (the limit of signups per sender)
+    signup_sender: Mapped[str | None] = mapped_column(String(320), default=None)
 
 
 class PasswordReset(Base):
@@ -57,6 +65,7 @@ class Board(Base):
         UniqueConstraint("game", "number"),
         Index("ix_boards_status_clock_due_at", "status", "clock_due_at"),
         Index("ix_boards_game_status", "game", "status"),
+        Index("ix_boards_challenged_by_created_at", "challenged_by", "created_at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -96,6 +105,9 @@ class Board(Base):
     queued: Mapped[int] = mapped_column(default=0)
     #: how many moves were ever taken back (a reply address made before one is void)
     takebacks: Mapped[int] = mapped_column(default=0)
+    #: the address the challenge that started the board came from (None: a seek, a
+    #: tournament, an import)
+    challenged_by: Mapped[str | None] = mapped_column(String(320), default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -124,6 +136,9 @@ class BoardPlayer(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     #: seconds this player has taken over their moves (vacations not counted)
     time_used: Mapped[int] = mapped_column(default=0)
+    #: when the player took the board up (moved on it, or accepted it); None: not yet,
+    #: so the board is not rated for them and they cannot lose it on time
+    accepted_at: Mapped[datetime | None] = mapped_column(default=None)
 
     board: Mapped[Board] = relationship(back_populates="players")
     user: Mapped[User] = relationship(lazy="joined")
@@ -274,7 +289,8 @@ class OutboxMessage(Base):
     """A mail to send; written in the same transaction as the change it reports."""
 
     __tablename__ = "outbox"
-    __table_args__ = (Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),)
+    __table_args__ = (Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),
+                      Index("ix_outbox_to_addr_created_at", "to_addr", "created_at"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbound_messages.id"))

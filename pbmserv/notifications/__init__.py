@@ -40,6 +40,7 @@ from pbmserv.service.boards import (
     subscribers,
 )
 from pbmserv.service.events import (
+    BoardAccepted,
     BoardCreated,
     ChatSent,
     Event,
@@ -90,6 +91,17 @@ def notes_of(board: Board, events: Iterable[Event]) -> list[Note]:
         elif isinstance(e, BoardCreated) and e.tournament is not None:
             notes.append(Note("tournament-board", {"tournament": e.tournament,
                                                    "round": e.round}))
+        elif isinstance(e, BoardCreated):  # a challenge: each player may take it up
+            for player in board.players:
+                if player.accepted_at is None:
+                    notes.append(Note("challenge-board", {
+                        "userid": player.user.userid, "game": board.game,
+                        "number": board.number, "forfeit": board.forfeit_days},
+                        subject_id=player.user_id, only=player.user_id))
+        elif isinstance(e, BoardAccepted):
+            user = _seat_user(board, e.seat)
+            notes.append(Note("board-accepted", {"userid": user.userid},
+                              subject_id=user.id, actor_id=user.id))
         elif isinstance(e, MovePlayed) and e.automatic:
             user = _seat_user(board, e.seat)
             notes.append(Note("queued-move", {"userid": user.userid, "notation": e.notation},

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import and_, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.orm import Session, aliased
 
 from pbmserv.db.models import Board, BoardPlayer, User
 from pbmserv.db.status import BoardStatus, RequestKind
@@ -37,14 +37,22 @@ class BotTurn:
 def due_turns(session: Session, limit: int = 20,
               skip: Collection[int] = ()) -> list[BotTurn]:
     """Boards waiting for a bot, the longest waiting first; none of the boards ``skip``
-    (those whose turn failed lately)."""
+    (those whose turn failed lately).  A bot plays only a board that its person
+    started (the challenge came from their address) or took up: a stranger's
+    challenge of a bot in someone's name costs no thought until they want it."""
+    person, account = aliased(BoardPlayer), aliased(User)
+    wanted = (select(person.board_id).join(account, account.id == person.user_id)
+              .where(person.board_id == Board.id, account.bot.is_(None),
+                     or_(person.accepted_at.is_not(None),
+                         func.lower(account.email) == Board.challenged_by))
+              .exists())
     query = (
         select(Board.id, Board.game, Board.ply, BoardPlayer.seat, User.bot, Board.position,
                Board.position_version, Board.request_kind, Board.request_by, Board.to_move)
         .join(BoardPlayer, BoardPlayer.board_id == Board.id)
         .join(User, User.id == BoardPlayer.user_id)
         .where(User.bot.is_not(None), User.closed_at.is_(None),
-               Board.status == BoardStatus.ACTIVE,
+               Board.status == BoardStatus.ACTIVE, wanted,
                or_(BoardPlayer.seat == Board.to_move,
                    and_(Board.request_kind.is_not(None), Board.request_by != BoardPlayer.seat)))
         .order_by(Board.updated_at).limit(limit)

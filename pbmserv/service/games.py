@@ -3,7 +3,17 @@
 Creating boards (challenges, seeks), moves, resigning, requests to the opponent (a
 draw offer, an undo), declining, the clock, conditional moves, spectators and chat.
 Each change records events (pbmserv.service.events): in ``self.events`` for the
-caller, and as rows of ``board_events``.  Who is told what is not decided here.
+caller, and as rows of ``board_events``.  Who is told what is not decided here; what
+follows an event elsewhere (a tournament's next round after one of its boards
+finished) is done by the event's followers (``events.follow``), which this module
+does not know.
+
+A board started by a challenge (which needs no password) is a player's only once
+they take it up: by acting on it (a move, resign, an offer or request, an answer, a
+queue) or with ``accept``.  Until then it is not rated for anyone, and a clock that
+runs out on that player ends it with no result, like ``decline``.  Boards of a
+seek or a tournament are taken up by both players at the start (they logged in to
+make them), and the bots take up every board.
 """
 
 from __future__ import annotations
@@ -49,6 +59,8 @@ from pbmserv.service.boards import (
 from pbmserv.service.consent import check_consent
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.events import (
+    FOLLOWERS,
+    BoardAccepted,
     BoardCreated,
     ChatSent,
     Event,
@@ -110,18 +122,26 @@ class GameService:
         self.session.connection().execute(_INSERT_EVENT, {
             "board_id": event.board_id, "kind": event.kind, "data": event.data(),
             "created_at": self.now})
+        for follower in FOLLOWERS.get(type(event), ()):
+            follower(self, event)
 
     # -- creating boards ----------------------------------------------------------------
     def challenge(self, engine: AnyEngine, users: Sequence[User], flags: Sequence[str], *,
-                  nag_days: int = 7, forfeit_days: int = 21) -> Board:
-        """Start a board at once between ``users`` (the first moves first)."""
+                  nag_days: int = 7, forfeit_days: int = 21, sender: str | None = None,
+                  ) -> Board:
+        """Start a board at once between ``users`` (the first moves first), asked for
+        by ``sender`` (an address: a challenge needs no password, so nobody has taken
+        the board up yet)."""
         if len(users) != len(engine.seats):
             raise PlayerError(f"{engine.name} needs exactly {len(engine.seats)} userids",
                               usage=True)
         options = self._options(engine, flags)
         check_clock_days(nag_days, forfeit_days)
+        check_challenge_clock(nag_days, forfeit_days)
         check_consent(self.session, engine.name, users)
-        return self._create(engine, users, options, nag_days, forfeit_days)
+        board = self._create(engine, users, options, nag_days, forfeit_days, taken=False)
+        board.challenged_by = sender.lower() if sender else None
+        return board
 
     def start_agreed(self, engine: AnyEngine, users: Sequence[User], flags: Sequence[str], *,
                      nag_days: int, forfeit_days: int, tournament: str, round_: int) -> Board:
@@ -143,7 +163,9 @@ class GameService:
 
     def _create(self, engine: AnyEngine, users: Sequence[User], options: Sequence[str],
                 nag_days: int, forfeit_days: int, seek: Seek | None = None,
-                tournament: tuple[str, int] | None = None) -> Board:
+                tournament: tuple[str, int] | None = None, *, taken: bool = True) -> Board:
+        """A new board; ``taken``: its players logged in to start it, so they took it
+        up (the bots always do)."""
         position = engine.new(options)
         board = Board(
             game=engine.name,
@@ -157,7 +179,9 @@ class GameService:
             turn_started_at=self.now,
             created_at=self.now,
             updated_at=self.now,
-            players=[BoardPlayer(seat=seat, user=user) for seat, user in enumerate(users)],
+            players=[BoardPlayer(seat=seat, user=user,
+                                 accepted_at=self.now if taken or user.bot else None)
+                     for seat, user in enumerate(users)],
         )
         board.clock_due_at = clock.first_deadline(board, self.now)
         self.session.add(board)
@@ -223,6 +247,30 @@ class GameService:
             raise PlayerError(f"{engine.title} board {board.number} is over", board=board)
         return acting_seat(board, user)
 
+    # -- taking a board up ------------------------------------------------------------------
+    def taken_up(self, board: Board, user: User) -> bool:
+        return all(p.accepted_at is not None for p in board.players if p.user_id == user.id)
+
+    def _take_up(self, board: Board, user: User) -> None:
+        """The player acts on the board: from now on it is theirs (rated, timed)."""
+        for player in board.players:
+            if player.user_id == user.id and player.accepted_at is None:
+                self._write(player, {"accepted_at": self.now})
+
+    def accept(self, board: Board, user: User) -> None:
+        """Take up a board someone else started (``<game> accept board``)."""
+        seat = self.seat_of(board, user)
+        if self.taken_up(board, user):
+            mine = next(p for p in board.players if p.user_id == user.id)
+            when = mine.accepted_at
+            raise PlayerError(
+                f"you took board {board.number} up already"
+                + (f" ({when:%Y-%m-%d %H:%M} UTC)" if when is not None else "")
+                + f"; to answer an offer or request on it, write: {board.game} move "
+                f"{board.number} {user.userid} <password> accept", board=board)
+        self._take_up(board, user)
+        self._record(BoardAccepted(board.id, seat))
+
     # -- moves ----------------------------------------------------------------------------
     def play(self, board: Board, user: User, text: str, *, comment: str = "",
              expected_ply: int | None = None) -> str:
@@ -242,6 +290,7 @@ class GameService:
             raise PlayerError(f"{text} is not possible here: {exc}", board=board,
                               hint=move_hint(engine, board)) from None
         assert seat == board.to_move
+        self._take_up(board, user)
         self._apply(board, engine, position, notation, comment or None, automatic=False)
         return notation
 
@@ -315,21 +364,14 @@ class GameService:
         board.clock_due_at = None
         self._clear_request(board)
         self._clear_queues(board, None)
+        # rated first: the event's followers (a tournament's next round) see it rated
+        rate_board(self.session, board, self.now)
         self._record(GameFinished(board.id, outcome.winner, outcome.termination, outcome.reason,
                                   by=by, comment=comment))
-        self._follow_up(board, by)
-
-    def _follow_up(self, board: Board, by: int | None) -> None:
-        """What any end of a game sets off: the players' ratings, then the next step
-        of its tournament, if it belongs to one (imported here: the tournament
-        service starts its boards through this class)."""
-        from pbmserv.service.tournaments import board_finished
-
-        rate_board(self.session, board, self.now)
-        board_finished(self, board, by)
 
     def resign(self, board: Board, user: User, *, comment: str = "") -> None:
         seat = self.seat_of(board, user)
+        self._take_up(board, user)
         self.finish(board, Outcome(1 - seat, Termination.RESIGNATION,
                                    f"{user.userid} resigned"), by=seat, comment=comment or None)
 
@@ -349,6 +391,7 @@ class GameService:
     def request(self, board: Board, user: User, kind: RequestKind, *, comment: str = "") -> None:
         """Offer an agreed end (DRAW) or ask to take back one's last move (UNDO)."""
         seat = self.seat_of(board, user)
+        self._take_up(board, user)
         if board.request_kind is not None:
             who = player_of(board, board.request_by or 0).userid
             raise PlayerError(f"{who} has asked for {REQUEST_WORDS[board.request_kind]} "
@@ -378,6 +421,7 @@ class GameService:
             raise PlayerError(f"you asked for {REQUEST_WORDS[kind]}; your opponent must "
                               "answer it", board=board)
         answerer = seat if seat != by else 1 - by
+        self._take_up(board, user)
         self._clear_request(board)
         self._record(RequestAnswered(board.id, kind, by, answerer, accept, comment or None))
         if not accept:
@@ -464,6 +508,7 @@ class GameService:
                 raise PlayerError(f"pair {n}: after {mine_text} the game would be over, so "
                                   "no pair may follow it", board=board)
             pairs.append((theirs_text, mine_text))
+        self._take_up(board, user)
         self._clear_queues(board, seat)
         rows = [QueuedMove(board_id=board.id, seat=seat, position=n, opponent_move=theirs,
                            reply=mine) for n, (theirs, mine) in enumerate(pairs, 1)]
@@ -554,6 +599,13 @@ class GameService:
         waited = clock.idle(self.session, board, self.now)
         if waited >= board.forfeit_days * clock.DAY:
             loser = player_of(board, board.to_move)
+            if not self.taken_up(board, loser):  # nobody loses a board they never took up
+                # no result, like a decline (which a record gives no moves, so it ends
+                # as abandoned)
+                self.finish(board, Outcome(None, Termination.ABANDONED,
+                                           f"{loser.userid} did not take the board up within "
+                                           f"{board.forfeit_days} days"))
+                return
             self.finish(board, Outcome(1 - board.to_move, Termination.TIME,
                                        f"{loser.userid} did not move for "
                                        f"{board.forfeit_days} days"))
@@ -629,6 +681,22 @@ def check_clock_days(nag_days: int, forfeit_days: int) -> None:
         raise PlayerError(f"nag and forfeit times are 1 to {clock.MAX_CLOCK_DAYS} days")
     if forfeit_days < nag_days:
         raise PlayerError("the forfeit time must not be shorter than the nag time")
+
+
+#: the shortest clock of a board started by a challenge: nobody has to answer a board
+#: someone else started within less than a week, nor be reminded more than every 3 days
+CHALLENGE_MIN_NAG_DAYS = 3
+CHALLENGE_MIN_FORFEIT_DAYS = 7
+
+
+def check_challenge_clock(nag_days: int, forfeit_days: int) -> None:
+    if nag_days < CHALLENGE_MIN_NAG_DAYS or forfeit_days < CHALLENGE_MIN_FORFEIT_DAYS:
+        raise PlayerError(
+            f"a challenge's clock nags after {CHALLENGE_MIN_NAG_DAYS} days at the least and "
+            f"forfeits after {CHALLENGE_MIN_FORFEIT_DAYS} at the least (--nagtime="
+            f"{max(nag_days, CHALLENGE_MIN_NAG_DAYS)} --forfeittime="
+            f"{max(forfeit_days, CHALLENGE_MIN_FORFEIT_DAYS)}); a shorter clock may be "
+            "agreed with a seek, which both players join themselves", usage=True)
 
 
 def board_engine(name: str) -> AnyEngine:

@@ -4,7 +4,9 @@ One Glicko-2 rating per player per game (pbmserv.ratings does the arithmetic).
 ``rate_board`` is called by ``GameService.finish`` for every board that ends, however
 it ends: a win, a loss or a draw (also by agreement, resignation or time) is rated as
 a rating period of one game for both players, each against the other's values from
-before the game; a declined board is not rated.  Before that, a player whose last
+before the game; a declined board is not rated, nor one that a player never took
+up (see ``taken_up``: a challenge needs no password, so a board is a player's only
+once they moved on it or accepted it).  Before that, a player whose last
 rated game of that kind ended 30 days or more ago has the deviation grown once per
 30 idle days (``pbmserv.ratings.age``).  Each rated board keeps both players' values
 before and after (``BoardRating``) for board mails, histories and records.
@@ -64,6 +66,12 @@ def first_score(board: Board) -> float | None:
     return 1.0 if board.winner == 0 else 0.0
 
 
+def taken_up(board: Board) -> bool:
+    """Whether every player took the board up (moved on it or accepted it): a board
+    someone else started in a player's name is rated only then."""
+    return all(p.accepted_at is not None for p in board.players)
+
+
 def value(row: PlayerRating) -> Rating:
     return Rating(row.rating, row.rd, row.volatility)
 
@@ -110,7 +118,7 @@ def _history(session: Session, board: Board, seat: int, rated: Rated, score: flo
 def rate_board(session: Session, board: Board, now: datetime) -> list[Rated]:
     """Rate a board that has just finished (nothing happens if it is not rated)."""
     score = first_score(board)
-    if score is None or _is_rated(session, board):
+    if score is None or not taken_up(board) or _is_rated(session, board):
         return []
     users = [p.user for p in board.players]
     done = _rate(session, board.game, users, score, now)

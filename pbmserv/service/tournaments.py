@@ -16,8 +16,9 @@
 - A player who leaves after the start (or signs off) loses every game of the
   tournament still in play, and is not paired again.  A declined tournament board
   is lost by the player who declined it (and, like any declined board, not rated).
-- Every end of a tournament board reaches ``board_finished`` (from
-  ``GameService.finish``), which records its score and moves the tournament on.
+- Every end of a tournament board reaches ``board_finished``, which follows the
+  GameFinished events the game service records (``events.follow``): it records the
+  board's score and moves the tournament on.
 
 Tournament events (TournamentStarted, RoundStarted, TournamentFinished) are recorded
 through the game service; pbmserv.notifications mails the players.
@@ -46,7 +47,13 @@ from pbmserv.games import AnyEngine, get_engine
 from pbmserv.games.base import Outcome, RuleError, Termination
 from pbmserv.ratings import Rating
 from pbmserv.service.errors import PlayerError
-from pbmserv.service.events import RoundStarted, TournamentFinished, TournamentStarted
+from pbmserv.service.events import (
+    GameFinished,
+    RoundStarted,
+    TournamentFinished,
+    TournamentStarted,
+    follow,
+)
 from pbmserv.service.games import GameService, check_clock_days
 from pbmserv.service.ratings import first_score
 from pbmserv.tournaments import (
@@ -426,13 +433,17 @@ class TournamentService:
                                               note=note))
 
 
-def board_finished(games: GameService, board: Board, by: int | None) -> None:
-    """A board has just finished (``GameService.finish``): if it is a tournament's,
-    record its score and move the tournament on."""
+@follow(GameFinished)
+def board_finished(games: GameService, event: GameFinished) -> None:
+    """A board has just finished (the game service recorded it): if it is a
+    tournament's, record its score and move the tournament on."""
     session = games.session
-    game = session.scalar(select(TournamentGame).where(TournamentGame.board_id == board.id))
+    game = session.scalar(select(TournamentGame).where(TournamentGame.board_id == event.board_id))
     if game is None:
         return
+    board = session.get(Board, event.board_id)
+    assert board is not None
+    by = event.by
     tournament = session.scalar(select(Tournament).where(Tournament.id == game.tournament_id)
                                 .with_for_update(of=Tournament)
                                 .execution_options(populate_existing=True))
