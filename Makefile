@@ -24,6 +24,8 @@ test: $(STAMP)
 # make bench BENCH="--processes 2 --database-url postgresql+psycopg://postgres@127.0.0.1/pbmserv_bench"
 bench: $(STAMP)
 	$(BIN)/python bench/throughput.py $(BENCH)
+	$(BIN)/python bench/bot_answer.py --bot bot1
+	$(BIN)/python bench/bot_answer.py --bot bot3 --game amoeba --moves 5
 	$(BIN)/python bench/flat_cost.py
 
 clean:

@@ -19,6 +19,7 @@ Every figure is printed, and the acknowledgement figures also as a ratio to the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import smtplib
@@ -232,6 +233,47 @@ def play_games(players: Players, engine: AnyEngine, boards: int, moves: int,
     return latencies, time.monotonic() - start
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (read from /proc, Linux)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def cpu_seconds(pid: int) -> tuple[str, float]:
+    """A process's name (its pbmserv command) and the CPU it used so far, user and
+    system, counted by the kernel: load on the machine does not change it."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "gone", 0.0
+    words = [a.decode() for a in argv if a]
+    name = next((w for w in words if w in ("serve", "work", "bots", "web")), words[-1])
+    return name, (int(fields[11]) + int(fields[12])) / TICK
+
+
+def cpu_snapshot(pids: list[int]) -> dict[int, tuple[str, float]]:
+    return {pid: cpu_seconds(pid) for root in pids for pid in process_tree(root)}
+
+
+def cpu_used(before: dict[int, tuple[str, float]],
+             after: dict[int, tuple[str, float]]) -> dict[str, float]:
+    """CPU seconds each kind of process used between two snapshots."""
+    used: dict[str, float] = {}
+    for pid, (name, seconds) in after.items():
+        used[name] = used.get(name, 0.0) + seconds - before.get(pid, (name, 0.0))[1]
+    return used
+
+
 def rss_peak_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -280,10 +322,12 @@ def main() -> None:
         wait_port(port)
         flood = Flood(port, args.connections,
                       lambda n: mail("flood@bench.example", "help", f"<s{n}@bench>", True))
+        sink_before = cpu_seconds(sink.pid)[1]
         threads = flood.run(args.flood // args.connections)
         for t in threads:
             t.join()
         flood.ended = time.monotonic()
+        sink_cpu = (cpu_seconds(sink.pid)[1] - sink_before) / len(flood.latencies)
     finally:
         sink.terminate()
         sink.wait()
@@ -317,9 +361,14 @@ def main() -> None:
             players.ask(f"{names[2 * g]}@bench.example",
                         f"{engine.name} challenge {names[2 * g]} {names[2 * g + 1]} "
                         + " ".join(options))
-        # the moves alone: mail in to reply in the Maildir
+        # the moves alone: mail in to reply in the Maildir, and the CPU every process
+        # of pbmserv used for them (idle rounds included)
+        time.sleep(1.0)  # the challenges' mails sent
+        before = cpu_snapshot([p.pid for p in procs])
         latencies, elapsed = play_games(players, engine, args.boards, args.moves, options,
                                         args.seed, first=101)
+        time.sleep(0.5)  # the last opponents' board mails written
+        used = cpu_used(before, cpu_snapshot([p.pid for p in procs]))
         # the same again on new boards, with the flood: acknowledgements under load
         for g in range(args.boards):
             players.ask(f"{names[2 * g]}@bench.example",
@@ -356,6 +405,12 @@ def main() -> None:
     print(f"moves during the flood: {len(loaded) / loaded_elapsed:5.1f} moves/s   reply p50 "
           f"{1000 * percentile(loaded, 50):.0f} ms   p99 {1000 * percentile(loaded, 99):.0f} ms")
     print(f"peak memory (RSS) of a pbmserv process: {peak:.0f} MB")
+    per_move = {name: 1000 * seconds / moves for name, seconds in sorted(used.items())}
+    total = sum(per_move.values())
+    print(f"bare aiosmtpd sink:   {1000 * sink_cpu:.3f} ms of CPU per accepted mail")
+    print("pbmserv, CPU per move end to end (mail in, reply and board mail out): "
+          + ", ".join(f"{name} {ms:.2f} ms" for name, ms in per_move.items())
+          + f"; all {total:.2f} ms = {total / (1000 * sink_cpu):.1f}x the sink's per mail")
 
 
 if __name__ == "__main__":

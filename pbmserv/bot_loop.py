@@ -12,9 +12,11 @@ for it, so it is neither lost nor played twice.
 from __future__ import annotations
 
 import logging
+import select
 import threading
 import time
 
+from pbmserv import wakeups
 from pbmserv.bots import get_bot
 from pbmserv.config import Settings
 from pbmserv.db.session import Database
@@ -81,7 +83,9 @@ class BotLoop:
             if self.stopping.is_set():
                 break
             try:
-                played += take_turn(self.db, self.settings, turn)
+                if take_turn(self.db, self.settings, turn):
+                    played += 1
+                    wakeups.ring(self.db.url, wakeups.WORKER)  # its mail goes out now
                 self.failing.pop(turn.board_id, None)
             except Exception:
                 failures = self.failing.get(turn.board_id, (0, 0.0))[0] + 1
@@ -92,9 +96,28 @@ class BotLoop:
         return played
 
     def run(self) -> None:
-        while not self.stopping.is_set():
-            if not self.once():
-                self.stopping.wait(self.interval)
+        """Turns as they come: woken by the doorbell when a board turns to a bot (see
+        pbmserv.wakeups), and every ``interval`` seconds anyway."""
+        bell = wakeups.Doorbell(self.db.url, wakeups.BOTS)
+        if not bell.listening:
+            log.info("bots: another process listens for bot turns; looking every %ss",
+                     self.interval)
+        try:
+            while not self.stopping.is_set():
+                if not self.once() and not self.stopping.is_set():
+                    self._wait(bell)
+        finally:
+            bell.close()
+
+    def _wait(self, bell: wakeups.Doorbell) -> None:
+        fileno = bell.fileno()
+        if fileno is None:
+            self.stopping.wait(self.interval)
+            return
+        ready, _, _ = select.select([fileno], [], [], self.interval)
+        if ready:
+            bell.drain()
 
     def stop(self) -> None:
         self.stopping.set()
+        wakeups.ring(self.db.url, wakeups.BOTS)  # out of its wait at once

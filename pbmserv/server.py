@@ -148,7 +148,8 @@ class Server:
                                        "--interval", str(self.interval)],
                             WORKER_NICENESS, (read,))
             if self.bots:  # bots think in a process of their own, niced more
-                self._child("bots", ["bots", "--loop"], BOTS_NICENESS)
+                self._child("bots", ["bots", "--loop", "--interval", str(self.interval)],
+                            BOTS_NICENESS)
         else:
             self.loop = WorkLoop(self.db, self.settings, wake_fd=self.pipes[0][0],
                                  interval=self.interval, clock_every=self.clock_every)

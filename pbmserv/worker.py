@@ -18,6 +18,7 @@ import signal
 import threading
 import time
 
+from pbmserv import wakeups
 from pbmserv.config import Settings
 from pbmserv.db.problems import describe, explain
 from pbmserv.db.session import Database
@@ -111,16 +112,29 @@ class WorkLoop:
             if not done:
                 return processed, sent
 
-    def _wait(self) -> None:
-        if self.wake_fd is None:
+    def _wait(self, bell: wakeups.Doorbell) -> None:
+        fds = [fd for fd in (self.wake_fd, bell.fileno()) if fd is not None]
+        if not fds:
             self.stopping.wait(self.interval)
             return
-        ready, _, _ = select.select([self.wake_fd], [], [], self.interval)
-        if ready:
+        ready, _, _ = select.select(fds, [], [], self.interval)
+        if self.wake_fd in ready:
             with contextlib.suppress(BlockingIOError):
                 os.read(self.wake_fd, 65536)  # every wake-up so far, at once
+        if bell.fileno() in ready:
+            bell.drain()
 
     def run(self) -> None:
+        """Rounds until stopped: woken by the intake (``wake_fd``), by the doorbell when
+        another process queued mail (the bots: see pbmserv.wakeups; one worker of a
+        database listens), and every ``interval`` seconds anyway."""
+        bell = wakeups.Doorbell(self.db.url, wakeups.WORKER)
+        try:
+            self._run(bell)
+        finally:
+            bell.close()
+
+    def _run(self, bell: wakeups.Doorbell) -> None:
         trouble = ""  # the last round's error: a database that is down is logged once
         while not self.stopping.is_set():
             try:
@@ -137,7 +151,7 @@ class WorkLoop:
                 trouble = said
                 processed = 0
             if not processed and not self.stopping.is_set():
-                self._wait()
+                self._wait(bell)
 
     def stop(self) -> None:
         self.stopping.set()

@@ -333,3 +333,28 @@ def test_a_board_the_bot_cannot_play_keeps_no_other_waiting(
     assert list(loop.failing) == [board_row(db, "honeydonuts", 101).id]
     assert loop.once() == 0  # the broken board waits before it is tried again
     assert loop.failing[board_row(db, "honeydonuts", 101).id][0] == 1
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_a_bot_is_woken_when_a_board_turns_to_it(mailer: Mailer, db: Database,
+                                                 settings: Settings, workers: int,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """No loop looks for work by itself here (once an hour): the bots' loop is woken by
+    the commit that made the board the bot's (a doorbell), and the worker by the bot's
+    move, whose board mail goes out at once; in threads and in processes of their own."""
+    monkeypatch.setenv("PBMSERV_DATABASE_URL", settings.database_url)  # for the processes
+    monkeypatch.setenv("PBMSERV_MAILDIR", str(settings.maildir))
+    mailer.signup("alice")
+    server = Server(db, settings, "127.0.0.1", free_port(), workers=workers, interval=3600)
+    server.start()
+    try:
+        with smtplib.SMTP("127.0.0.1", server.controller.port) as client:
+            client.sendmail("alice@example.org", ["pbmserv@localhost"],
+                            make_mail("honeydonuts challenge bot1 alice"))
+        deadline = time.monotonic() + 60
+        while not any("It is alice's turn (Blue), move 2." in flat(text_of(m))
+                      for m in read_maildir(settings.maildir)):
+            assert time.monotonic() < deadline, "the bot was not woken, or its mail not sent"
+            time.sleep(0.1)
+    finally:
+        server.stop()

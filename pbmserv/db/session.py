@@ -20,6 +20,8 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from pbmserv import wakeups
+
 #: execution option of the engine that only reads (see _sqlite_begin)
 READ_ONLY = "pbmserv_read_only"
 #: execution option of the engine whose commits need not reach the disk at once
@@ -176,8 +178,12 @@ class Database:
             try:
                 with session.begin():
                     yield session
+            except BaseException:
+                wakeups.forget_requested()
+                raise
             finally:
                 session.close()
+        wakeups.ring_requested(self.url)  # committed: whoever has work now finds it
 
     @contextmanager
     def reading(self) -> Iterator[Session]:

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from pbmserv import wakeups
 from pbmserv.config import Settings
 from pbmserv.db.models import Board, GameNotify, User
 from pbmserv.db.status import DigestMode
@@ -176,6 +177,19 @@ def answer_asked(board: Board, user: User) -> AnswerAsked | None:
     return AnswerAsked(board.request_kind.value, player_of(board, board.request_by).userid)
 
 
+def awaits_bot(board: Board) -> bool:
+    """Whether a bot owes ``board`` a move or an answer now (see service.bot_turns)."""
+    if board.finished:
+        return False
+    for player in board.players:
+        if player.user.bot is None:
+            continue
+        if player.seat == board.to_move or (board.request_kind is not None
+                                            and board.request_by != player.seat):
+            return True
+    return False
+
+
 class Notifier:
     """Queues the outbox rows for events, in the caller's transaction."""
 
@@ -244,6 +258,8 @@ class Notifier:
             changes = [e for e in board_events if not isinstance(e, NagDue | ChatSent)]
             if changes:
                 self._board_mail(engine, board, changes)
+                if awaits_bot(board):  # its process is woken once this commits
+                    wakeups.request(wakeups.BOTS)
             for event in board_events:
                 if isinstance(event, NagDue):
                     self._nag(engine, board, event)
