@@ -127,7 +127,7 @@ def test_export_import_export_is_identical_as_text(mailer: Mailer, db: Database,
     flat = " ".join(text.split())
     assert "{Braces {like\\u007d these\\nand a \\u007d}" in flat
     assert "2. c1-d3 {[%ts " in flat and " [%then f1-g1]}" in flat
-    assert '[Ratings "alice 1500.0 1662.31; bob 1500.0 1337.69"]' in text
+    assert '[Ratings "alice 1500.00 1662.31; bob 1500.00 1337.69"]' in text
     # one game's, by game and date
     only = run(settings.database_url, "export", "--game", "hexamoeba")
     assert only.output.count("[Event") == 1 and '[Game "hexamoeba"]' in only.output

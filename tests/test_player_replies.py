@@ -301,3 +301,45 @@ def test_users_list_shows_bots_as_bots(mailer: Mailer, settings: Settings) -> No
     assert "no password" not in bot
     assert "state     a bot: the server plays it as bot2; no password opens it" in cli(
         settings, "users", "show", "bot2").output
+
+
+# -- records -----------------------------------------------------------------------------
+def test_a_record_by_mail_as_json_with_every_comment(mailer: Mailer) -> None:
+    import json
+
+    from pbmserv.records import parse_json
+
+    start(mailer)
+    mailer.reply("honeydonuts move 101 alice pw-alice a1-a2", "Here goes.")
+    mailer.reply("honeydonuts move 101 bob pw-bob propose", "Draw?", sender="bob@example.org")
+    mailer.reply("honeydonuts move 101 alice pw-alice reject", "Not yet.")
+    mailer.reply("honeydonuts move 101 bob pw-bob e1-e2", sender="bob@example.org")
+    mailer.reply("honeydonuts resign 101 alice pw-alice", "Well played.")
+    out = mailer.send("honeydonuts record 101 json")
+    assert out[0].subject == "Honeydonuts Board 101 record (JSON)"
+    head, _, text = out[0].body.partition("-" * 76 + "\n")
+    assert head == (
+        "> honeydonuts record 101 json\n"
+        "The record of Honeydonuts Board 101 as JSON follows, from the line after the\n"
+        "dashes to the end of the mail's text: the same form as the administrator's\n"
+        "\"pbmserv export --format json\" writes, which \"pbmserv import\" reads back.\n"
+        "Save it as a file to keep it (a long comment stays on one line).\n")
+    data = json.loads(text[:text.index("\n\n--\n")])
+    assert data["format"] == "pbmserv-record" and data["result"] == "0-1"
+    assert [m["comment"] for m in data["moves"]] == [
+        "Here goes.\nbob, offering to end the game by agreement: Draw?\n"
+        "alice, rejecting: Not yet.",
+        "alice, resigning: Well played."]
+    # to the second, as players read times
+    assert all(m["played_at"].endswith("Z") and "." not in m["played_at"]
+               for m in data["moves"])
+    [record] = parse_json(text[:text.index("\n\n--\n")])
+    assert record.players == ("alice", "bob")
+    # the text form says the same, ratings to hundredths
+    shown = mailer.reply("honeydonuts record 101")
+    assert '"honeydonuts record 101 json".' in shown
+    assert "{Here goes.\\nbob, offering to end the game by agreement: Draw?\\nalice," in \
+        shown.replace("\n", " ")
+    assert '[Ratings "alice 1500.00 1337.69; bob 1500.00 1662.31"]' in shown
+    assert "a record comes as 'text' or 'json', not 'pgn'" in mailer.reply(
+        "honeydonuts record 101 pgn")

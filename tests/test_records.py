@@ -55,7 +55,7 @@ def playout(game: str, options: tuple[str, ...], seed: int, plies: int) -> GameR
         move = rng.choice(engine.legal_moves(pos))
         text = engine.format_move(pos, move)
         pos = engine.apply(pos, move)
-        when += timedelta(minutes=rng.randint(1, 4000), microseconds=rng.choice((0, 123456)))
+        when += timedelta(minutes=rng.randint(1, 4000), seconds=rng.choice((0, 17)))
         moves.append(RecordMove(text, when, rng.choice(COMMENTS)))
     outcome = engine.outcome(pos)
     return GameRecord(
@@ -64,7 +64,7 @@ def playout(game: str, options: tuple[str, ...], seed: int, plies: int) -> GameR
         moves=tuple(moves), winner=outcome.winner if outcome else None,
         termination=outcome.termination if outcome else None,
         reason=outcome.reason if outcome else "", site="pbmserv test",
-        ratings=((RatingChange("alice", 1500, 1662.3115), RatingChange("bob", 1500, 1337.6885))
+        ratings=((RatingChange("alice", 1500, 1662.31), RatingChange("bob", 1500, 1337.69))
                  if outcome else ()),
     )
 

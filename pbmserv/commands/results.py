@@ -5,11 +5,12 @@ from __future__ import annotations
 from pbmserv.commands.args import board_number
 from pbmserv.commands.base import Command, Context, Invocation, Result, command
 from pbmserv.ratings import PROVISIONAL_RD, format_rating
-from pbmserv.records import to_text
+from pbmserv.records import dump_json, to_text
 from pbmserv.render import render
 from pbmserv.service.accounts import existing_user
 from pbmserv.service.archive import record_of
 from pbmserv.service.boards import load_board
+from pbmserv.service.errors import PlayerError
 from pbmserv.service.history import HISTORY_LIMIT, history, standings
 from pbmserv.service.ratings import rating_list, rating_of
 
@@ -74,16 +75,23 @@ class History(Command):
 class Record(Command):
     name = "record"
     per_game = True
-    arguments = "board"
+    arguments = "board [text|json]"
     summary = ("the full record of a board: tags in the PGN manner, then every move with "
-               "its time and comment (proper PGN for amoeba)")
+               "its time and comment (proper PGN for amoeba); 'json': the same as JSON, "
+               "as the administrator's export writes it")
     min_args = 1
-    max_args = 1
+    max_args = 2
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         engine = inv.engine
+        form = inv.args[1].lower() if len(inv.args) > 1 else "text"
+        if form not in ("text", "json"):
+            raise PlayerError(f"a record comes as 'text' or 'json', not {inv.args[1][:20]!r}",
+                              usage=True)
         board = load_board(ctx.session, engine, board_number(inv.args[0]))
-        text = to_text(record_of(ctx.session, board, ctx.settings.server_name))
+        record = record_of(ctx.session, board, ctx.settings.server_name)
+        text = dump_json([record]) if form == "json" else to_text(record)
         return Result(render("commands/record.txt.j2", engine=engine, board=board,
-                             record=text),
-                      subject=f"{engine.title} Board {board.number} record")
+                             record=text, form=form),
+                      subject=f"{engine.title} Board {board.number} record"
+                      + (" (JSON)" if form == "json" else ""))

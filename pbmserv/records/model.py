@@ -33,12 +33,9 @@ def utc(moment: datetime) -> datetime:
 
 
 def format_time(moment: datetime) -> str:
-    """ISO 8601 in UTC: 2024-05-01T10:00:00Z (microseconds only when there are any)."""
-    moment = utc(moment)
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
-    if moment.microsecond:
-        text += f".{moment.microsecond:06d}"
-    return text + "Z"
+    """ISO 8601 in UTC to the second: 2024-05-01T10:00:00Z (a fraction of a second is
+    dropped: players read these; a record read back writes the same again)."""
+    return utc(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(text: str, what: str) -> datetime:

@@ -17,7 +17,7 @@ A record is a tag section then the moves::
     [Ended "2024-05-03T18:30:00Z"]
     [Termination "resignation"]
     [Reason "Black resigned"]
-    [Ratings "alice 1500.0 1662.31; bob 1500.0 1337.69"]
+    [Ratings "alice 1500.00 1662.31; bob 1500.00 1337.69"]
 
     1. e2-e4 {[%ts 2024-05-01T10:05:00Z]} 1... e8-e6 {[%ts 2024-05-01T11:00:00Z]}
     {Your move!} 2. g1-f3 {[%ts 2024-05-02T09:00:00Z] [%then b3-b4]} 1-0
@@ -28,7 +28,8 @@ A record is a tag section then the moves::
   repeat what other tags say, for PGN readers; on reading they must agree.
 - Board, Ended, Reason and Ratings appear only when there is something to say.
   Termination is the kind of end (``Termination`` values) or "unterminated".
-  Ratings are "userid before after" joined by "; ", the numbers exact (Python repr).
+  Ratings are "userid before after" joined by "; ", the numbers to hundredths (as
+  they are kept in records).
 - Every move is its number ("3." before the first seat's move, "3..." before the
   second's), the first part of its notation as the move, and a comment with the
   time it was played (``[%ts ...]``, in the manner of PGN's ``[%clk ...]``) and the
@@ -157,7 +158,7 @@ def _tags(record: GameRecord) -> list[tuple[str, str]]:
     if record.reason:
         tags.append(("Reason", record.reason))
     if record.ratings:
-        tags.append(("Ratings", "; ".join(f"{c.userid} {c.before!r} {c.after!r}"
+        tags.append(("Ratings", "; ".join(f"{c.userid} {c.before:.2f} {c.after:.2f}"
                                           for c in record.ratings)))
     return tags
 

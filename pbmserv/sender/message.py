@@ -85,7 +85,9 @@ def message_bytes(settings: Settings, row: OutboxMessage) -> bytes:
 def _text_part(body: str) -> tuple[list[tuple[str, str]], bytes]:
     body = body if body.endswith("\n") else body + "\n"
     headers = [("Content-Type", 'text/plain; charset="utf-8"')]
-    if body.isascii():
+    # 7bit only while every line fits SMTP's 998 octets (a long URL or a JSON record's
+    # comment may not): else quoted-printable, whose soft breaks keep lines short
+    if body.isascii() and max(map(len, body.split("\n"))) <= 998:
         return [*headers, ("Content-Transfer-Encoding", "7bit")], body.encode("ascii")
     return ([*headers, ("Content-Transfer-Encoding", "quoted-printable")],
             quopri.encodestring(body.encode("utf-8")))

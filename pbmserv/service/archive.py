@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,6 +31,7 @@ from sqlalchemy.orm import Session
 
 from pbmserv.db.models import (
     Board,
+    BoardEvent,
     BoardPlayer,
     BoardRating,
     ImportedBoard,
@@ -76,19 +78,72 @@ def _end(board: Board) -> tuple[Termination | None, str]:
     return (outcome.termination if outcome else Termination.ABANDONED), board.result or ""
 
 
+#: what an act's comment is said after, in a record: "alice, offering to end the
+#: game by agreement: Shall we?"
+_ACTS = {("request-made", "draw"): "offering to end the game by agreement",
+         ("request-made", "undo"): "asking to take back a move",
+         ("request-answered", True): "accepting", ("request-answered", False): "rejecting",
+         ("game-finished", Termination.RESIGNATION.value): "resigning",
+         ("game-finished", Termination.DECLINED.value): "declining"}
+
+
+def act_comments(session: Session, board: Board) -> dict[int, list[str]]:
+    """The comments sent with acts that are no move (an offer, a request, an answer,
+    a resignation), by the move they followed: a record keeps them after that move's
+    own comment.  An act's comment before any move has no move to follow and is left
+    out; one that followed a move later taken back follows the move before it."""
+    rows = session.execute(
+        select(BoardEvent.kind, BoardEvent.data).where(
+            BoardEvent.board_id == board.id,
+            BoardEvent.kind.in_(("move-played", "move-taken-back", "request-made",
+                                 "request-answered", "game-finished")))
+        .order_by(BoardEvent.id)).all()
+    seats = {p.seat: p.user.userid for p in board.players}
+    ply = 0
+    notes: dict[int, list[str]] = {}
+    for kind, data in rows:
+        fields = json.loads(data)
+        if kind == "move-played":
+            ply = int(fields["ply"])
+            continue
+        if kind == "move-taken-back":
+            ply = int(fields["ply"]) - 1
+            moved = notes.pop(ply + 1, [])
+            if ply > 0:
+                notes.setdefault(ply, []).extend(moved)
+            continue
+        comment = fields.get("comment")
+        if not comment or ply == 0:
+            continue
+        key = {"request-made": fields.get("request"), "request-answered": fields.get("accepted"),
+               "game-finished": fields.get("termination")}[kind]
+        seat = fields.get("by") if kind in ("request-answered", "game-finished") \
+            else fields.get("seat")
+        act = _ACTS.get((kind, key))
+        if act is not None and seat in seats:
+            notes.setdefault(ply, []).append(f"{seats[seat]}, {act}: {comment}")
+    return notes
+
+
+def _joined(comment: str | None, notes: list[str] | None) -> str | None:
+    """A move's comment and the act comments that followed it, one to a line (comments
+    stored before addresses were masked on intake are masked here)."""
+    text = "\n".join(([comment] if comment else []) + (notes or []))
+    return mask_addresses(text) if text else None
+
+
 def record_of(session: Session, board: Board, site: str) -> GameRecord:
     """The record of a board, finished or not; ``site`` names this server."""
     termination, reason = _end(board)
     site, event, round_ = _label(session, board, site)
+    notes = act_comments(session, board)
     changes = tuple(RatingChange(r.user.userid, round(r.rating_before, 2),
                                  round(r.rating_after, 2)) for r in board_ratings(session, board))
     return GameRecord(
         game=board.game, options=board.option_flags, board=board.number,
         players=tuple(p.user.userid for p in board.players), started=board.created_at,
         ended=board.updated_at if board.finished else None,
-        # comments stored before addresses were masked on intake are masked here
-        moves=tuple(RecordMove(m.notation, m.created_at,
-                               mask_addresses(m.comment) if m.comment else m.comment)
+        moves=tuple(RecordMove(m.notation, m.created_at, _joined(m.comment, notes.get(m.ply)))
                     for m in moves_of(session, board)),
         winner=board.winner if board.finished else None, termination=termination,
         reason=reason, ratings=changes, event=event, round=round_, site=site)
