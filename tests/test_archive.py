@@ -89,7 +89,9 @@ def ratings_of(url: str) -> dict[tuple[str, str], tuple[float, float, float, obj
     db = Database(url)
     try:
         with db.transaction() as s:
-            return {(r.user.userid, r.game): (r.rating, r.rd, r.volatility, r.rated_at)
+            # records say when a game ended to the second: so does an import
+            return {(r.user.userid, r.game): (r.rating, r.rd, r.volatility,
+                                              r.rated_at.replace(microsecond=0))
                     for r in s.scalars(select(PlayerRating))}
     finally:
         db.dispose()

@@ -33,7 +33,6 @@ from pbmserv.db.models import (
     Board,
     BoardEvent,
     BoardPlayer,
-    BoardRating,
     ImportedBoard,
     Move,
     Tournament,
@@ -153,10 +152,15 @@ def finished_records(session: Session, site: str, *, game: str | None = None,
                      since: datetime | None = None) -> list[GameRecord]:
     """Every finished game (of ``game``, ended at or after ``since``), by game and in
     the order they ended (and were rated)."""
-    first_rating = (select(func.min(BoardRating.id)).where(BoardRating.board_id == Board.id)
-                    .scalar_subquery())
+    # boards that ended at the same instant (one act ended two) go in the order they
+    # ended, which their events keep; imported boards have none and keep their order
+    # (a record says when a game ended to the second, so after an import every board
+    # of a second has the same time)
+    ended = (select(func.coalesce(func.min(BoardEvent.id), 0))
+             .where(BoardEvent.board_id == Board.id, BoardEvent.kind == "game-finished")
+             .scalar_subquery())
     query = (select(Board).where(Board.status == BoardStatus.FINISHED)
-             .order_by(Board.game, Board.updated_at, func.coalesce(first_rating, 0), Board.id))
+             .order_by(Board.game, Board.updated_at, ended, Board.id))
     if game is not None:
         query = query.where(Board.game == game)
     if since is not None:
