@@ -71,6 +71,8 @@ class Status:
     counted: bool = False
     #: how the IMAP intake stands, when one is set ("" when none is)
     imap: str = ""
+    #: how the daily sending limit stands, when one is set
+    sending: str = ""
 
     @property
     def healthy(self) -> bool:
@@ -82,12 +84,14 @@ def _age(now: datetime, then: datetime | None) -> timedelta | None:
 
 
 def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta = INBOX_LATE,
-           outbox_late: timedelta = OUTBOX_LATE, mailbox: str | None = None) -> Status:
+           outbox_late: timedelta = OUTBOX_LATE, mailbox: str | None = None,
+           daily_send_limit: int = 0) -> Status:
     """The server's health: unhealthy if the database cannot be read, its schema is not
     this code's, stored mail waits longer than ``inbox_late``, outgoing mail is due
     for longer than ``outbox_late`` or ``serve`` cannot read the IMAP ``mailbox``
-    (user@host/folder).  Failed mail is counted, not held against it: it needs a
-    person, not a restart."""
+    (user@host/folder).  Mail held back by a ``daily_send_limit`` that is reached is
+    waiting by design, not overdue.  Failed mail is counted, not held against it: it
+    needs a person, not a restart."""
     now = now or utcnow()
     head = migrate.head()
     try:
@@ -115,15 +119,26 @@ def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta =
         failed_out = session.scalar(select(func.count()).select_from(OutboxMessage)
                                     .where(OutboxMessage.status == OutboxStatus.FAILED))
         imap = None if mailbox is None else session.get(ImapState, mailbox)
+        sent_today = 0 if not daily_send_limit else session.scalar(
+            select(func.count()).select_from(OutboxMessage).where(
+                OutboxMessage.status == OutboxStatus.SENT,
+                OutboxMessage.sent_at > now - timedelta(hours=24))) or 0
     imap_text = "" if mailbox is None else f"{mailbox}: not read yet (is 'pbmserv serve' running?)"
     if imap is not None:
         imap_text = (f"{mailbox}: cannot be read since {imap.since:%Y-%m-%d %H:%M} UTC"
                      if imap.problem else
                      f"{mailbox}: read since {imap.since:%Y-%m-%d %H:%M} UTC, "
                      + ("waiting with IDLE" if imap.idle else "polled"))
+    capped = bool(daily_send_limit) and sent_today >= daily_send_limit
+    sending = ""
+    if capped:
+        sending = (f"daily_send_limit reached: {sent_today} mails sent in the last 24 hours; "
+                   f"{pending or 0} wait until older ones are a day old")
+    elif daily_send_limit:
+        sending = f"{sent_today} of daily_send_limit {daily_send_limit} sent in the last 24 hours"
     result = Status(revision, head, waiting, _age(now, oldest_in), failed_in or 0, pending,
                     _age(now, oldest_out), overdue or 0, failed_out or 0, counted=True,
-                    imap=imap_text)
+                    imap=imap_text, sending=sending)
     if result.oldest_waiting is not None and result.oldest_waiting > inbox_late:
         result.problems.append(
             f"stored mail is not being processed: the oldest waits since "
@@ -131,7 +146,7 @@ def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta =
             "running?)")
     if imap is not None and imap.problem:
         result.problems.append(f"IMAP {mailbox}: {imap.problem}")
-    if result.overdue:
+    if result.overdue and not capped:
         result.problems.append(
             f"outgoing mail is not going out: {result.overdue} mail(s) due for more than "
             f"{int(outbox_late.total_seconds() // 60)} minutes (is the relay down, or "

@@ -23,6 +23,7 @@ from pbmserv.intake.imap import (
     envelope_of,
     select_folder,
 )
+from pbmserv.operations import check_settings
 from tests.conftest import make_mail
 from tests.mailservers import (
     PASSWORD,
@@ -92,6 +93,33 @@ def test_mail_is_stored_once_then_flagged(dovecot: Dovecot, db: Database, settin
         assert [(t.uid, t.inbound_id, t.outcome) for t in taken] == [
             (uid, row.id, "stored") for uid, row in zip(sorted(flags), rows, strict=True)]
         assert {t.mailbox for t in taken} == {f"{USER}@localhost/INBOX"}
+
+
+@pytest.mark.postgres
+def test_mail_is_stored_once_then_flagged_on_postgres(dovecot: Dovecot, pg_url: str,
+                                                      tmp_path: Path) -> None:
+    settings = imap_settings(Settings(database_url=pg_url, maildir=tmp_path / "mail"),
+                             dovecot, tmp_path)
+    db = Database(pg_url)
+    try:
+        dovecot.deliver(mail("help", 1))
+        intake = ImapIntake(db, settings)
+        assert take_once(intake) == 1 and take_once(intake) == 0
+        assert len(inbound(db)) == 1
+        assert all(DONE in f for f in dovecot.messages().values())
+    finally:
+        db.dispose()
+
+
+def test_config_check_logs_in(dovecot: Dovecot, settings: Settings, tmp_path: Path) -> None:
+    good = imap_settings(settings, dovecot, tmp_path)
+    [line] = [c for c in check_settings(good) if c.name == "imap"]
+    assert (line.level, line.text) == (
+        "ok", f"{USER}@localhost/INBOX: logged in, the folder is there")
+    assert good.imap_password_file is not None
+    good.imap_password_file.write_text("wrong\n")
+    [line] = [c for c in check_settings(good) if c.name == "imap"]
+    assert line.level == "FAIL" and f"localhost refused the login of {USER}" in line.text
 
 
 def test_a_mail_whose_flag_was_taken_off_is_not_stored_again(

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from email import message_from_bytes, policy
+from email.message import EmailMessage
+from email.utils import parseaddr
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from sqlalchemy import func, select
 from pbmserv.db.models import InboundMessage
 from pbmserv.db.session import Database
 from pbmserv.intake.imap import CRASH_ENV, DONE_KEYWORD
-from tests.conftest import make_mail
+from tests.conftest import make_mail, text_of
 from tests.mailservers import (
     PASSWORD,
     USER,
@@ -200,3 +202,54 @@ def test_a_cut_connection_and_a_restarted_server_are_read_again(
     wait_for(lambda: answers(sink, "bob@example.org") == ["<imap2@example.org>"],
              lambda: "no answer after the restart:\n" + served.text())
     assert answers(sink, "alice@example.org") == ["<imap1@example.org>"]
+
+
+def mails_to(sink: Submission, to: str) -> list[EmailMessage]:
+    out = []
+    for raw in sink.to(to):
+        msg = message_from_bytes(raw, policy=policy.default)
+        assert isinstance(msg, EmailMessage)
+        out.append(msg)
+    return out
+
+
+def test_a_game_by_reply_through_a_mailbox_without_sub_addresses(
+        dovecot: Dovecot, submission: tuple[Submission, int], served: Served) -> None:
+    """The board mail's Reply-To (the plain address, the token in its name) comes
+    through the submission server; the reply, delivered into the mailbox, is the move."""
+    sink, _ = submission
+    served.config.write_text(served.config.read_text() + "subaddressing = false\n")
+    served.start()
+    served.wait_idle()
+    dovecot.deliver(command("signup alice secret-a", "alice@example.org", 1))
+    dovecot.deliver(command("signup bob secret-b", "bob@example.org", 2))
+    dovecot.deliver(command("honeydonuts challenge alice bob", "alice@example.org", 3))
+
+    def board_mail() -> EmailMessage | None:
+        for msg in mails_to(sink, "alice@example.org"):
+            if "[b" in str(msg.get("Reply-To", "")):
+                return msg
+        return None
+
+    wait_for(lambda: board_mail() is not None,
+             lambda: "no board mail with a reply address:\n" + served.text())
+    board = board_mail()
+    assert board is not None
+    name, address = parseaddr(str(board["Reply-To"]))
+    assert address == ADDRESS and name.startswith("pbmserv [b")
+    assert str(board["Subject"]).endswith(name.removeprefix("pbmserv "))
+    reply = (b"Return-Path: <alice@example.org>\r\n"
+             + make_mail(f"Re: {board['Subject']}", "a1-a2\nHave fun!\n",
+                         sender="alice@example.org", message_id="<imap4@example.org>",
+                         To=str(board["Reply-To"])))
+    dovecot.deliver(reply)
+
+    def played() -> list[str]:
+        return [text_of(m) for m in mails_to(sink, "alice@example.org")
+                if m["In-Reply-To"] == "<imap4@example.org>"]
+
+    wait_for(lambda: bool(played()), lambda: "no answer to the reply:\n" + served.text())
+    [answer] = played()
+    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in answer
+    wait_for(lambda: any("Have fun!" in text_of(m) for m in mails_to(sink, "bob@example.org")),
+             lambda: "bob was not told of the move:\n" + served.text())

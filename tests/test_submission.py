@@ -21,7 +21,7 @@ from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.db.status import OutboxStatus
 from pbmserv.notifications.outbox import queue_mail
-from pbmserv.operations import check_settings
+from pbmserv.operations import check_settings, status
 from pbmserv.sender import delivery
 from pbmserv.sender.delivery import Sender
 from tests.mailservers import OPENSSL, Submission, make_certificate, start_submission
@@ -137,6 +137,13 @@ def test_the_daily_limit_holds_mail_back_and_loses_none(
     assert all(r.attempts == 0 for r in rows(db)[3:])  # waiting is no failure
     assert len(sink.received) == 3
     assert caplog.text.count("daily_send_limit reached: 3 mails sent in the last 24 hours") == 1
+    # the status says why mail waits, and waiting by design is not "not going out"
+    later = utcnow() + timedelta(hours=1)
+    held = status(db, later, daily_send_limit=3)
+    assert held.sending == ("daily_send_limit reached: 3 mails sent in the last 24 hours; "
+                            "2 wait until older ones are a day old")
+    assert held.overdue == 2 and held.healthy
+    assert not status(db, later).healthy  # without the limit, those two would be overdue
     # a day later, the first three no longer count
     with db.transaction() as session:
         session.execute(update(OutboxMessage).where(OutboxMessage.status == OutboxStatus.SENT)

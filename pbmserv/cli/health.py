@@ -37,7 +37,8 @@ def status(settings: Settings, inbox_late: int, outbox_late: int) -> None:
         try:
             s = operations.status(db, inbox_late=timedelta(seconds=inbox_late),
                                   outbox_late=timedelta(seconds=outbox_late),
-                                  mailbox=None if settings.imap is None else str(settings.imap))
+                                  mailbox=None if settings.imap is None else str(settings.imap),
+                                  daily_send_limit=settings.daily_send_limit)
         finally:
             db.dispose()
     if s.reachable:
@@ -48,6 +49,8 @@ def status(settings: Settings, inbox_late: int, outbox_late: int) -> None:
                    f"{s.failed_in} failed")
         click.echo(f"outbox   {s.pending} pending (oldest {_age(s.oldest_pending)}), "
                    f"{s.overdue} overdue, {s.failed_out} failed")
+    if s.sending:
+        click.echo(f"sending  {s.sending}")
     if s.imap:
         click.echo(f"imap     {s.imap}")
     for problem in s.problems:
