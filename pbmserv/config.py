@@ -89,6 +89,10 @@ class Settings:
     #: (host:port or the path of a Unix socket, or None)
     smtp: str | None = DEFAULT_SMTP
     lmtp: str | None = None
+    #: an LMTP Unix socket's mode and group (None: this process's group), so that the
+    #: MTA's user may connect to it
+    lmtp_socket_mode: int = 0o660
+    lmtp_socket_group: str | None = None
     #: worker processes of ``serve`` (0: a thread)
     workers: int = 1
     log_level: str = "info"
@@ -347,6 +351,31 @@ def parse_listen(raw: Any) -> str | None:
     return text
 
 
+def _mode(raw: Any) -> int:
+    """A file mode, written in octal ("0660", or 0o660 in TOML)."""
+    if isinstance(raw, bool):
+        raise TypeError(f"expected a mode like \"0660\", not {raw!r}")
+    if isinstance(raw, int):
+        value = raw
+    else:
+        text = _text(raw).lower().removeprefix("0o")
+        if not text or any(c not in "01234567" for c in text):
+            raise ValueError(f"{raw!r} is not a mode: write it in octal, like \"0660\"")
+        value = int(text, 8)
+    if not 0 <= value <= 0o777:
+        raise ValueError("a mode is at most 0777 (read, write for owner, group, others)")
+    return value
+
+
+def _group(raw: Any) -> str | None:
+    text = _text(raw)
+    if not text:
+        return None
+    if any(c.isspace() or c in ":/" for c in text):
+        raise ValueError(f"{text!r} is not a group name")
+    return text
+
+
 def _number(raw: Any) -> int:
     if isinstance(raw, bool):
         raise TypeError(f"expected a number, not {raw!r}")
@@ -425,6 +454,9 @@ KEYS: dict[str, tuple[str, str]] = {
                                     "out, and the reply says so"),
     "smtp": ("smtp", "where 'serve' listens for SMTP: host:port, or off"),
     "lmtp": ("lmtp", "where 'serve' listens for LMTP: host:port, a Unix socket's path, or off"),
+    "lmtp_socket_mode": ("lmtp_socket_mode", "an LMTP Unix socket's mode, in octal"),
+    "lmtp_socket_group": ("lmtp_socket_group", "an LMTP Unix socket's group, one the MTA's "
+                                               "user is in (empty: the service's own)"),
     "workers": ("workers", "worker processes of 'serve' (0: a thread)"),
     "log_level": ("log_level", "debug, info, warning or error"),
     "log_file": ("log_file", "a file to log to as well (empty: none)"),
@@ -456,7 +488,7 @@ KEYS: dict[str, tuple[str, str]] = {
 PARSERS: dict[str, Any] = {
     "database_url": _database_url, "address": _addresses, "name": _name, "relay": _relay,
     "maildir": _path, "max_size": _size, "max_reply": _reply_size, "smtp": parse_listen,
-    "lmtp": parse_listen,
+    "lmtp": parse_listen, "lmtp_socket_mode": _mode, "lmtp_socket_group": _group,
     "workers": _number, "log_level": _level, "log_file": _optional_path, "syslog": _flag,
     "secret": _secret, "relay_password": _secret, "relay_password_file": _optional_path,
     "relay_ca_file": _optional_path, "daily_send_limit": _number, "imap": _imap,
@@ -505,6 +537,8 @@ def as_toml(settings: Settings) -> str:
             value = relay_url(settings) if value else "off"
         elif key == "imap":
             value = value.url if value else "off"
+        elif key == "lmtp_socket_mode":
+            value = f"{value:04o}"
         elif value is None:
             value = "off" if key in ("smtp", "lmtp") else ""
         lines += [f"# {meaning} ({env_name(key)})",

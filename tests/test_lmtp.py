@@ -3,6 +3,8 @@ on host:port or a Unix socket."""
 
 from __future__ import annotations
 
+import grp
+import os
 import smtplib
 import socket
 from collections.abc import Iterator
@@ -12,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from pbmserv.config import Settings
+from pbmserv.config import Settings, SettingsError
 from pbmserv.db.models import InboundMessage
 from pbmserv.db.session import Database
 from pbmserv.server import Server
@@ -115,3 +117,35 @@ def test_lmtp_on_a_unix_socket_beside_smtp(db: Database, settings: Settings,
     finally:
         server.stop()
     assert not path.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives a socket to any group")
+def test_the_socket_s_group_and_mode_are_settings(db: Database, settings: Settings,
+                                                  tmp_path: Path) -> None:
+    """Postfix's lmtp client runs as user postfix: the socket must be its group's."""
+    path = tmp_path / "lmtp.sock"
+    mine = replace(settings, lmtp_socket_mode=0o620, lmtp_socket_group="nogroup")
+    server = Server(db, mine, port=None, lmtp=str(path), interval=0.2)
+    server.start()
+    try:
+        made = path.stat()
+        assert made.st_gid == grp.getgrnam("nogroup").gr_gid
+        assert made.st_mode & 0o777 == 0o620
+    finally:
+        server.stop()
+    with pytest.raises(SettingsError,
+                       match="lmtp_socket_group: there is no group 'no-such-group-x'"):
+        Server(db, replace(settings, lmtp_socket_group="no-such-group-x"), port=None,
+               lmtp=str(path), interval=0.2)
+    assert not path.exists()
+
+
+def test_the_socket_settings_are_read_and_checked() -> None:
+    read = Settings.from_values({"lmtp_socket_mode": "0666", "lmtp_socket_group": "postfix"})
+    assert (read.lmtp_socket_mode, read.lmtp_socket_group) == (0o666, "postfix")
+    assert Settings.from_values({"lmtp_socket_mode": 0o640}).lmtp_socket_mode == 0o640
+    assert Settings().lmtp_socket_mode == 0o660 and Settings().lmtp_socket_group is None
+    with pytest.raises(SettingsError, match="'0698' is not a mode: write it in octal"):
+        Settings.from_values({"lmtp_socket_mode": "0698"})
+    with pytest.raises(SettingsError, match="'post fix' is not a group name"):
+        Settings.from_values({"lmtp_socket_group": "post fix"})

@@ -9,6 +9,7 @@ any, is left alone.  It needs root (Postfix starts as root) and Postfix installe
 
 from __future__ import annotations
 
+import grp
 import os
 import pwd
 import re
@@ -519,3 +520,44 @@ def test_a_mail_pbmserv_sends_leaves_postfix_signed(opendkim: Signer,
     assert dkim.verify(mail.replace(b"Subject: pbmserv: welcome", b"Subject: pbmserv: hello"),
                        dnsfunc=dns) is False
     assert dkim.verify(mail.replace(b"alice", b"mallory", 3), dnsfunc=dns) is False
+
+
+def test_postfix_delivers_to_an_lmtp_socket_of_its_group(postfix: Instance,
+                                                         sink: tuple[Sink, int]) -> None:
+    """Postfix's lmtp client runs as user postfix: a socket pbmserv makes for the group
+    postfix (``lmtp_socket_group``) lets it in, one of pbmserv's own group would not."""
+    keeper, _ = sink
+    root = postfix.root
+    socket_path = root / "run" / "lmtp.sock"
+    (root / "run").mkdir(mode=0o755)
+    toml = root / "lmtp" / "pbmserv.toml"
+    toml.write_text(toml.read_text().replace(f'lmtp = "127.0.0.1:{postfix.lmtp}"',
+                                             f'lmtp = "{socket_path}"')
+                    + 'lmtp_socket_group = "postfix"\n')
+    made = pbmserv_cli("--config", str(toml), "postfix-maps", "--output-dir",
+                       str(root / "lmtp"), MAIL_CONFIG=str(postfix.config), PBMSERV_CONFIG="")
+    assert made.returncode == 0, made.stderr
+    assert (root / "lmtp" / "pbmserv_transport").read_text() == \
+        f"pbmserv@games.test\tlmtp:unix:{socket_path}\n"
+    assert POSTFIX is not None
+    subprocess.run([POSTFIX, "-c", str(postfix.config), "reload"], check=True,
+                   capture_output=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pbmserv", "--config", str(toml), "serve"],
+        env={**os.environ, "PBMSERV_CONFIG": ""},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(socket_path.is_socket, lambda: "pbmserv serve made no socket")
+        made_socket = socket_path.stat()
+        assert made_socket.st_gid == grp.getgrnam("postfix").gr_gid
+        assert made_socket.st_mode & 0o777 == 0o660
+        with smtplib.SMTP("127.0.0.1", postfix.port) as client:
+            client.sendmail("alice@example.org", ["pbmserv@games.test"],
+                            make_mail("signup alice pw-a", message_id="<sock@example.org>"))
+        wait_for(lambda: bool(keeper.to("alice@example.org")),
+                 lambda: "no reply to alice:\n" + postfix.log())
+        assert f"[{socket_path}], " in postfix.log(), postfix.log()
+        assert "status=sent (250 2.0.0 Message accepted as #1)" in postfix.log()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

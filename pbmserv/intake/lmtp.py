@@ -11,6 +11,7 @@ memory).  It listens on host:port or on a Unix socket.
 from __future__ import annotations
 
 import contextlib
+import grp
 import os
 import socket
 import stat
@@ -21,14 +22,12 @@ from aiosmtpd.controller import Controller, UnixSocketController
 from aiosmtpd.lmtp import LMTP
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
-from pbmserv.config import Settings
+from pbmserv.config import Settings, SettingsError
 from pbmserv.intake.smtp import IntakeHandler, content_of
 
 TOO_BIG = "552 5.3.4 Message too big for this server (at most {} bytes)"
 #: the most the protocol reads of one mail, whatever the settings
 HARD_LIMIT = 64 * 1024 * 1024
-#: the mode of the Unix socket: the MTA's user must be able to connect
-SOCKET_MODE = 0o660
 
 
 class LmtpHandler(IntakeHandler):
@@ -54,13 +53,29 @@ class LmtpController(_LmtpFactory, Controller):
 
 
 class LmtpSocketController(_LmtpFactory, UnixSocketController):
-    """LMTP on a Unix socket."""
+    """LMTP on a Unix socket, of the settings' mode and group (the MTA's user must be
+    able to connect: Postfix's lmtp client runs as user postfix)."""
+
+    mode: int = 0o660
+    #: the group's name and id (-1: the process's own)
+    group: str | None = None
+    gid: int = -1
 
     def start(self) -> None:
         path = Path(self.unix_socket)
         _remove_stale(path)
         super().start()
-        os.chmod(path, SOCKET_MODE)
+        try:
+            if self.gid != -1:
+                os.chown(path, -1, self.gid)
+            os.chmod(path, self.mode)
+        except OSError as exc:
+            self.stop()
+            raise SettingsError(
+                f"lmtp_socket_group: cannot give {path} to group {self.group}: "
+                f"{exc.strerror} (the service's user must be a member of it: "
+                f"adduser pbmserv {self.group}, or SupplementaryGroups= in its unit)"
+            ) from None
 
     def stop(self, *args: Any, **kwargs: Any) -> None:
         super().stop(*args, **kwargs)
@@ -96,9 +111,19 @@ def make_lmtp_controller(handler: LmtpHandler, where: str,
         "ident": f"{settings.server_name} LMTP",
     }
     if where.startswith("/"):
+        gid = -1
+        if settings.lmtp_socket_group is not None:
+            try:
+                gid = grp.getgrnam(settings.lmtp_socket_group).gr_gid
+            except KeyError:
+                raise SettingsError("lmtp_socket_group: there is no group "
+                                    f"{settings.lmtp_socket_group!r} on this host") from None
         Path(where).parent.mkdir(parents=True, exist_ok=True)
-        return LmtpSocketController(handler, unix_socket=where,
-                                    server_hostname=settings.domain, **kwargs)
+        controller = LmtpSocketController(handler, unix_socket=where,
+                                          server_hostname=settings.domain, **kwargs)
+        controller.mode = settings.lmtp_socket_mode
+        controller.group, controller.gid = settings.lmtp_socket_group, gid
+        return controller
     host, _, port = where.rpartition(":")
     return LmtpController(handler, hostname=host.strip("[]"), port=int(port),
                           server_hostname=settings.domain, **kwargs)
