@@ -12,8 +12,20 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# make run: this checkout's own server, never an installed one's: its settings are
+# $(LOCAL) if that file exists, else the defaults (database ./pbmserv.sqlite3, replies
+# into the Maildir ./var/mail); never /etc/pbmserv/pbmserv.toml, never a PBMSERV_*
+# variable of the shell. PORT=2600 takes SMTP on 127.0.0.1:2600 instead of 2525,
+# WEB=8080 serves the web pages on 127.0.0.1:8080 too.
+LOCAL ?= pbmserv.local.toml
+PORT ?=
+WEB ?=
+
 run: $(STAMP)
-	$(BIN)/pbmserv serve
+	@env $$(env | sed -n 's/^\(PBMSERV_[A-Za-z0-9_]*\)=.*/-u \1/p') \
+	    PBMSERV_CONFIG="$(wildcard $(LOCAL))" \
+	    $(BIN)/pbmserv serve $(if $(PORT),--smtp 127.0.0.1:$(PORT)) \
+	    $(if $(WEB),--web 127.0.0.1:$(WEB))
 
 test: $(STAMP)
 	$(BIN)/ruff check pbmserv tests bench migrations

@@ -24,7 +24,7 @@ from pbmserv.cli.app import (
     pass_app,
     pass_settings,
 )
-from pbmserv.config import Settings, parse_listen, relay_url
+from pbmserv.config import Settings, masked_url, parse_listen, relay_url
 from pbmserv.db import migrate
 from pbmserv.db.problems import describe
 from pbmserv.intake.store import store_message
@@ -36,6 +36,14 @@ from pbmserv.worker import WorkLoop
 log = logging.getLogger("pbmserv.cli")
 #: seconds between two looks of 'serve' at the processes it runs
 WATCH_EVERY = 2.0
+
+
+def database_where(url: str) -> str:
+    """The database URL, its password masked, a SQLite file's full path added."""
+    shown = masked_url(url)
+    if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+        shown += f" ({Path(url.removeprefix('sqlite:///')).resolve()})"
+    return shown
 
 
 def _listen_option(value: str | None) -> str | None:
@@ -98,11 +106,13 @@ def serve(app: App, smtp: str | None, lmtp: str | None, host: str | None, port: 
         raise click.ClickException(f"cannot listen on {' and '.join(listeners)}: "
                                    f"{describe(exc)}") from None
     where = (f"relay {relay_url(settings)}" if settings.relay
-             else f"Maildir {settings.maildir}")
+             else f"the Maildir {settings.maildir.resolve()}")
     if settings.imap is not None:
         listeners.append(f"the IMAP mailbox {settings.imap}")
     log.info("taking mail by %s for %s; replies go to %s", " and ".join(listeners),
              ", ".join(settings.addresses), where)
+    log.info("database %s; settings: %s", database_where(settings.database_url),
+             settings.source or "no file (defaults and PBMSERV_* variables)")
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
