@@ -343,3 +343,25 @@ def test_a_record_by_mail_as_json_with_every_comment(mailer: Mailer) -> None:
     assert '[Ratings "alice 1500.00 1337.69; bob 1500.00 1662.31"]' in shown
     assert "a record comes as 'text' or 'json', not 'pgn'" in mailer.reply(
         "honeydonuts record 101 pgn")
+
+
+# -- the web pages ----------------------------------------------------------------------
+def test_the_pages_say_where_to_mail_and_how_to_start(db: Database, settings: Settings) -> None:
+    from starlette.testclient import TestClient
+
+    from pbmserv.web import create_app
+
+    with TestClient(create_app(db, settings)) as client:
+        home = client.get("/").text
+        play = client.get("/play").text
+        tournaments = client.get("/tournaments").text
+    address = settings.address
+    assert (f'write to <a href="mailto:{address}">{address}</a> with <code>signup '
+            "&lt;userid&gt; &lt;password&gt;</code> as the Subject") in home
+    assert '<a href="/play">How to play</a>' in home
+    assert f'mail to <a href="mailto:{address}">{address}</a>' in play
+    assert "<code>signup alice my-secret</code>" in play
+    assert "<code>honeydonuts challenge alice bot1</code>" in play
+    assert '<a href="/games/exnihilo">Ex nihilo</a>' in play
+    assert "<code>help tournament</code>" in tournaments
+    assert "tournament help" not in tournaments

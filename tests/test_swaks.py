@@ -6,13 +6,14 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from pbmserv.config import Settings
 from pbmserv.db.session import Database
 from pbmserv.server import Server
-from tests.conftest import free_port, read_maildir, text_of
+from tests.conftest import Mailer, free_port, read_maildir, text_of
 
 SWAKS = shutil.which("swaks")
 pytestmark = pytest.mark.skipif(SWAKS is None,
@@ -71,3 +72,52 @@ def test_readme_walkthrough(port: int, settings: Settings) -> None:
     bob_board = next(m for m in mails if m["Subject"] == "Honeydonuts Board 101 bob **")
     assert "alice writes:\n  Your move, Bob." in text_of(bob_board)
     assert not any("secret" in m.as_string() for m in mails)
+
+
+def readme_walkthrough() -> str:
+    """The shell lines of the README's walk-through, as a reader copies them."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## A game by mail, with swaks", 1)[1].split("\n## ", 1)[0]
+    block = section.split("\n\n    mail() {", 1)[1].split("\n\nEvery mail gets", 1)[0]
+    return "    mail() {" + block
+
+
+def test_the_readme_walkthrough_on_a_server_that_is_not_new(db: Database, tmp_path: Path,
+                                                          settings: Settings) -> None:
+    """Run the README's lines with bash, on a database where alice and bob are taken and
+    board 101 is someone else's: with two other userids and the number the new board's
+    Subject gives, every step works."""
+    mailer = Mailer(db, settings)
+    mailer.signup("alice", "bob", "carol")
+    mailer.reply("honeydonuts challenge alice carol")
+    maildir = tmp_path / "var" / "mail"
+    served = Settings(database_url=settings.database_url, maildir=maildir)
+    srv = Server(db, served, "127.0.0.1", free_port(), interval=0.2)
+    srv.start()
+    try:
+        script = readme_walkthrough()
+        assert "A=alice B=bob" in script and "N=101" in script
+        script = script.replace("127.0.0.1:2525", f"127.0.0.1:{srv.controller.port}")
+        script = script.replace("A=alice B=bob", "A=ann B=ben")
+        # the reader reads the number off the last such Subject once the mail is there
+        script = script.replace("N=101", (
+            'until N=$(grep -h "^Subject: New Honeydonuts Board [0-9]* ann$" '
+            'var/mail/new/* 2>/dev/null | tail -1 | cut -d" " -f5) && [ -n "$N" ]; '
+            "do sleep 0.2; done"))
+        script = script.replace("ls var/mail/new && cat var/mail/new/* | less", "echo $N")
+        done = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split()[-1] == "102"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(
+                m["Subject"] == "Honeydonuts Board 102 Game over **"
+                for m in read_maildir(maildir)):
+            time.sleep(0.1)
+    finally:
+        srv.stop()
+    mails = read_maildir(maildir)
+    assert not any("ERROR" in text_of(m) for m in mails), [
+        text_of(m) for m in mails if "ERROR" in text_of(m)]
+    over = [m for m in mails if m["Subject"] == "Honeydonuts Board 102 Game over **"]
+    assert over and "Game won by ben (Blue): ann resigned." in text_of(over[0])

@@ -66,6 +66,7 @@ def create_app(db: Database, settings: Settings) -> Starlette:
 
     routes = [
         Route("/", pages.home, methods=["GET"]),
+        Route("/play", pages.play, methods=["GET"]),
         Route("/games/{game}", pages.game, methods=["GET"]),
         Route("/boards/{game}/{number}", pages.board, methods=["GET"]),
         Route("/players/{userid}", pages.player, methods=["GET"]),

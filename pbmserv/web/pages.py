@@ -42,7 +42,8 @@ HEADERS = {
 
 def page(template: str, settings: Settings, status_code: int = 200,
          **context: Any) -> HTMLResponse:
-    html = render_html(f"web/{template}", site=settings.server_name, **context)
+    html = render_html(f"web/{template}", site=settings.server_name,
+                       address=settings.address, **context)
     return HTMLResponse(html, status_code=status_code, headers=HEADERS)
 
 
@@ -89,6 +90,10 @@ class Pages:
                      for engine in ENGINES.values()]
             return self._page("home.html.j2", games=games, seeks=queries.open_seeks(session),
                               engines=ENGINES)
+
+    def play(self, request: Request) -> HTMLResponse:
+        """How to play: the address to mail and the first commands."""
+        return self._page("play.html.j2", engines=ENGINES)
 
     def game(self, request: Request) -> HTMLResponse:
         engine = engine_named(request.path_params["game"])
