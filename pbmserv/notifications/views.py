@@ -25,6 +25,7 @@ from pbmserv.service.ratings import change_lines
 SHOWN_ROUNDS = 20
 #: where rendered summaries are kept for the session's lifetime
 SUMMARY_CACHE = "pbmserv.summaries"
+SUMMARY_CONTEXTS = "pbmserv.summary_contexts"
 _MOVES = (select(Move.ply, Move.notation, Move.created_at)
           .where(Move.board_id == bindparam("board"), Move.ply >= bindparam("first"))
           .order_by(Move.ply))
@@ -127,7 +128,16 @@ def _summary(session: Session, engine: AnyEngine, board: Board, *, full: bool,
     cached = cache.get((board.id, html))
     if cached is not None and cached[0] == key:
         return cached[1]
-    context = summary_context(session, engine, board, watchers, full=full)
+    # the text and the HTML summary of one state share their context (one read of the
+    # moves); each adds its own diagram
+    contexts: dict[int, tuple[Any, dict[str, Any]]] = session.info.setdefault(
+        SUMMARY_CONTEXTS, {})
+    known = contexts.get(board.id)
+    if known is not None and known[0] == key:
+        context = known[1]
+    else:
+        context = summary_context(session, engine, board, watchers, full=full)
+        contexts[board.id] = (key, context)
     if html:
         text: str = render_html("summary.html.j2",
                                 diagram=board_diagram_html(session, engine, board), **context)

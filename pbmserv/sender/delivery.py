@@ -171,7 +171,8 @@ class Sender:
                 return 0
         sent = tried = 0
         while tried < limit and not self.relay_down:
-            token, rows = self._claim(min(BATCH, limit - tried))
+            wanted = min(BATCH, limit - tried)
+            token, rows = self._claim(wanted)
             if not rows:
                 break
             tried += len(rows)
@@ -179,6 +180,8 @@ class Sender:
                 sent += self._to_maildir(token, rows)
             else:
                 sent += self._to_relay(relay, token, rows)
+            if len(rows) < wanted:
+                break  # all that was due: no claim (a write) that finds nothing
         return sent
 
     def _room_today(self) -> int:
