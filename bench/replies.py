@@ -185,10 +185,8 @@ def _library(name: str) -> Callable[[str], str]:
         languages = ["en", "de", "fr", "es", "it", "nl", "pl", "sv", "da", "ru", "ja", "zh",
                      "cs", "ko", "pt", "fi", "no", "hu", "uk"]
 
-        def mpr(text: str) -> str:
-            parser = Mpr(languages=[x for x in languages if x in Mpr.LANGUAGES]
-                         if hasattr(Mpr, "LANGUAGES") else languages)
-            return str(parser.parse_reply(text=text))
+        def mpr(text: str) -> str:  # it drops the languages it does not know
+            return str(Mpr(languages=languages).parse_reply(text=text))
         return mpr
     if name == "email-reply-parser":
         from email_reply_parser import EmailReplyParser  # type: ignore[import-not-found]

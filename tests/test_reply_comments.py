@@ -219,6 +219,7 @@ def test_words_that_only_look_like_a_signature_or_attribution_stay(
         mailer: Mailer, db: Database) -> None:
     own = ("Sent from my desk, which is much easier than my phone.\n"
            "On Sunday I wrote: nothing beats an early corner.\n"
+           "From: a1\nTo: a2\n"
            "And here is a fix -- this is not a signature.")
     to = start(mailer)
     out = send_text(mailer, to, f"a1-a2\n{own}\n\n{ATTRIBUTIONS['gmail']}\n{QUOTED}")

@@ -164,12 +164,14 @@ _DECORATION = re.compile(r"^[\s\-_=*~.#]*$")
 
 
 def _is_header_block(lines: list[str], i: int) -> bool:
-    """Line ``i`` starts a header block: it and another header line of another name
-    within the next lines (blank lines between them are passed over)."""
+    """Line ``i`` starts a header block: header lines of three names, or of two when
+    one of them gives an address or a date, among the next lines (blank lines
+    between them are passed over).  "From: a1\nTo: a2" is a player's, not a block."""
     first = _HEADER_LINE.match(lines[i][:MAX_LINE])
     if first is None:
         return False
     names = {first.group(1).lower()}
+    hinted = _has_hint(lines[i])
     seen = 0
     for line in lines[i + 1:i + 1 + 4 * _HEADER_WINDOW]:
         if not line.strip():
@@ -180,7 +182,8 @@ def _is_header_block(lines: list[str], i: int) -> bool:
         match = _HEADER_LINE.match(line[:MAX_LINE])
         if match is not None:
             names.add(match.group(1).lower())
-            if len(names) >= 2:
+            hinted = hinted or _has_hint(line)
+            if len(names) >= 3 or (len(names) == 2 and hinted):
                 return True
     return False
 
