@@ -151,3 +151,37 @@ def test_sqlite_two_workers_keep_each_senders_order(db_url: str, tmp_path: Path)
 @pytest.mark.postgres
 def test_postgres_two_workers_keep_each_senders_order(pg_url: str, tmp_path: Path) -> None:
     apply_in_order_with_two_workers(pg_url, tmp_path)
+
+
+def test_an_urgent_writer_of_another_process_is_seen_waiting(db_url: str) -> None:
+    """On SQLite a writer waiting urgently (the intake, with a sender waiting for its
+    250) raises a flag that another process's long writer sees, as it sees one of its
+    own (the worker then commits what it has and gives way); the flag falls once the
+    urgent writer has the lock.  Two engines stand for the two processes."""
+    import threading
+    import time
+
+    worker, intake = Database(db_url), Database(db_url)
+    got_lock = threading.Event()
+    try:
+        assert not worker.urgent_waiting
+        with worker.transaction(lazy=True) as session:
+            session.get(User, 1)  # the write lock is taken at BEGIN IMMEDIATE
+
+            def urgent() -> None:
+                with intake.transaction(urgent=True) as mine:
+                    mine.get(User, 1)  # BEGIN IMMEDIATE: waits for the worker's lock
+                    got_lock.set()
+
+            thread = threading.Thread(target=urgent)
+            thread.start()
+            deadline = time.monotonic() + 30
+            while not worker.urgent_waiting:
+                assert time.monotonic() < deadline, "the waiting intake was never seen"
+                time.sleep(0.001)
+            assert not got_lock.is_set()
+        thread.join(timeout=30)
+        assert got_lock.is_set() and not worker.urgent_waiting and not intake.urgent_waiting
+    finally:
+        worker.dispose()
+        intake.dispose()

@@ -9,6 +9,8 @@ makes writers queue.  PostgreSQL needs no gate: rows are locked, not the databas
 
 from __future__ import annotations
 
+import mmap
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -33,14 +35,50 @@ URGENT_RETRY = 0.0005
 BUSY_TIMEOUT = 30.0
 
 
+class UrgentFlag:
+    """Whether an urgent writer of another process waits for SQLite's lock: a byte in a
+    small file beside the database, mapped into every process's memory (reading it
+    costs no system call), so a long writer elsewhere can finish up as it does for an
+    urgent writer of its own process."""
+
+    def __init__(self, path: Path) -> None:
+        self._map: mmap.mmap | None = None
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                if os.fstat(fd).st_size < 1:
+                    os.ftruncate(fd, 1)
+                self._map = mmap.mmap(fd, 1)
+            finally:
+                os.close(fd)
+        except OSError:  # a read-only place: no flag, writers only queue
+            self._map = None
+
+    def set(self, waiting: bool) -> None:
+        if self._map is not None:
+            self._map[0] = 1 if waiting else 0
+
+    @property
+    def raised(self) -> bool:
+        return self._map is not None and self._map[0] != 0
+
+
+#: the flag of each SQLite database file this process opened, by its path
+_URGENT_FLAGS: dict[str, UrgentFlag] = {}
+
+
 def make_engine(url: str) -> Engine:
     # SQL errors are logged without their parameters: they may hold a raw mail
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
+        flag = None
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+            flag = UrgentFlag(Path(path + "-urgent"))
         engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT},
                                hide_parameters=True)
+        if flag is not None:
+            _URGENT_FLAGS[path] = flag
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
@@ -74,6 +112,8 @@ def _sqlite_begin(conn: Any) -> None:
         return
     # SQLite's own busy handler sleeps ever longer (up to 100 ms a time) while another
     # process writes; an urgent writer asks again every half millisecond instead
+    # (and raises the flag that tells the other processes' long writers to finish up)
+    flag = _URGENT_FLAGS.get(conn.engine.url.database or "")
     conn.exec_driver_sql("PRAGMA busy_timeout=0")
     try:
         deadline = time.monotonic() + BUSY_TIMEOUT
@@ -84,8 +124,12 @@ def _sqlite_begin(conn: Any) -> None:
             except OperationalError as exc:
                 if "locked" not in str(exc) or time.monotonic() > deadline:
                     raise
+                if flag is not None:
+                    flag.set(True)
                 time.sleep(URGENT_RETRY)
     finally:
+        if flag is not None:
+            flag.set(False)
         conn.exec_driver_sql(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
 
 
@@ -153,7 +197,12 @@ class Database:
 
     @property
     def urgent_waiting(self) -> bool:
-        return self.gate is not None and self.gate.urgent_waiting
+        """Whether a writer someone waits for (the intake) waits for this process's
+        writer, or, on SQLite, for another process's."""
+        if self.gate is None:
+            return False
+        flag = _URGENT_FLAGS.get(self.engine.url.database or "")
+        return self.gate.urgent_waiting or (flag is not None and flag.raised)
 
     @contextmanager
     def transaction(self, *, urgent: bool = False, lazy: bool = False) -> Iterator[Session]:
