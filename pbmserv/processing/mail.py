@@ -194,14 +194,14 @@ def _reply_address(notifier: Notifier, sections: list[Section],
     if board is None or board.finished:
         return None, "", None
     readers = [p.user for p in board.players if p.user.email.lower() == reader.lower()]
-    # the player to move first, if the reader holds that seat
-    readers.sort(key=lambda u: u.id != player_of(board, board.to_move).id)
-    for user in readers[:1]:
-        address = notifier.reply_address(board, user)
-        if address is not None:
-            return address, engine_of(board).forms_for(board.option_flags)[0], \
-                answer_asked(board, user)
-    return None, "", None
+    if not readers:
+        return None, "", None
+    mover = player_of(board, board.to_move)
+    user = mover if mover in readers else readers[0]
+    address = notifier.reply_address(board, user)
+    if address is None:
+        return None, "", None
+    return address, engine_of(board).forms_for(board.option_flags)[0], answer_asked(board, user)
 
 
 def folded(sections: list[Section]) -> list[Section]:
