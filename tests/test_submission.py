@@ -163,6 +163,16 @@ def test_relay_settings_are_read_and_shown_without_the_password(tmp_path: Path) 
     shown = as_toml(values)
     assert 'relay = "submission://Club@example.org@smtp.example.org:587"' in shown
     assert "s3cret" not in shown and 'relay_password = "***"' in shown
+    # the passwords from the environment, as a service's unit would give them
+    env = Settings.load(None, {"PBMSERV_CONFIG": "", "PBMSERV_IMAP_PASSWORD": "imap-pw",
+                               "PBMSERV_IMAP": "imaps://club@imap.example.org/Games",
+                               "PBMSERV_RELAY_PASSWORD": "smtp-pw"})
+    assert (env.imap_password, env.relay_password) == ("imap-pw", "smtp-pw")
+    assert env.imap is not None and (env.imap.host, env.imap.folder) == ("imap.example.org",
+                                                                        "Games")
+    shown = as_toml(env)
+    assert "imap-pw" not in shown and "smtp-pw" not in shown
+    assert 'imap = "imaps://club@imap.example.org:993/Games"' in shown
     with pytest.raises(SettingsError, match="a login needs TLS"):
         Settings.from_values({"relay": "smtp://user@host:25"})
     with pytest.raises(SettingsError, match="unknown scheme 'lmtp'"):
