@@ -25,7 +25,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from pathlib import Path
 
 from imapclient import IMAPClient
 from imapclient.exceptions import LoginError
@@ -98,7 +98,7 @@ def _said(exc: BaseException) -> str:
     return clean_line(text, 300) or type(exc).__name__
 
 
-def tls_context(verify: bool, ca_file: Any) -> ssl.SSLContext:
+def tls_context(verify: bool, ca_file: Path | None) -> ssl.SSLContext:
     """TLS with the certificate checked against ``ca_file`` (else the system's
     authorities); ``verify`` False checks nothing (a test host only)."""
     context = ssl.create_default_context(cafile=None if ca_file is None else str(ca_file))

@@ -53,5 +53,8 @@ def marked_tag(text: str) -> str | None:
 
 
 def without_tag_marks(text: str) -> str:
-    """``text`` with any ``[TAG]`` taken out (a Subject that carried one)."""
+    """``text`` with any ``[TAG]`` taken out (a Subject that carried one); any other
+    text as it was."""
+    if not _TAG_MARK.search(text):
+        return text
     return " ".join(_TAG_MARK.sub(" ", text).split())
