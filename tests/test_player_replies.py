@@ -365,3 +365,38 @@ def test_the_pages_say_where_to_mail_and_how_to_start(db: Database, settings: Se
     assert '<a href="/games/exnihilo">Ex nihilo</a>' in play
     assert "<code>help tournament</code>" in tournaments
     assert "tournament help" not in tournaments
+
+
+# -- what each reply says next -------------------------------------------------------------
+def test_replies_say_what_happened_and_what_comes_next(mailer: Mailer) -> None:
+    start(mailer)
+    assert mailer.reply("honeydonuts move 101 alice pw-alice a1-a2").startswith(
+        "> honeydonuts move 101 alice ***** a1-a2\n"
+        "Your move a1-a2 on Honeydonuts board 101 has been played. Now it is bob's\n"
+        "turn; a board mail tells you when they have moved.\n")
+    assert mailer.reply("honeydonuts resign 101 bob pw-bob", sender="bob@example.org"
+                        ).startswith(
+        "> honeydonuts resign 101 bob *****\n"
+        "You resigned Honeydonuts board 101: the game is over. \"honeydonuts record\n"
+        "101\" mails its whole record.\n")
+    mailer.reply("honeydonuts challenge alice bot1")
+    assert mailer.reply("honeydonuts move 102 alice pw-alice a1-a2").startswith(
+        "> honeydonuts move 102 alice ***** a1-a2\n"
+        "Your move a1-a2 on Honeydonuts board 102 has been played. Now it is bot1's\n"
+        "turn: the bot's answer comes by mail within seconds.\n")
+    mailer.reply("amoeba seek alice pw-alice")
+    assert mailer.reply("amoeba unseek 1 alice pw-alice") == (
+        "> amoeba unseek 1 alice *****\n"
+        "Amoeba seek 1 is withdrawn: nobody can join it any more. \"amoeba seek\n"
+        "<userid> <password>\" posts a new one.\n" + FOOTER)
+    assert mailer.reply("vacation alice pw-alice").startswith(
+        "> vacation alice *****\n"
+        "alice is not on vacation: the clocks run. \"vacation alice <password> DAYS\"\n"
+        "stops them for DAYS days.")
+    assert mailer.reply("exnihilo games alice") == (
+        "> exnihilo games alice\n"
+        "Ex nihilo boards of alice (active):\n"
+        "  none\n"
+        "\n"
+        "\"exnihilo games alice all\" lists the finished ones too; \"list exnihilo\"\n"
+        "shows every board and open challenge.\n" + FOOTER)

@@ -187,7 +187,7 @@ def test_move_words_and_whole_commands_by_reply(mailer: Mailer, db: Database) ->
     whole = reply(mailer, mail.reply_to, "honeydonuts moves 101")
     assert "12 legal moves" in whole[0].body
     out = reply(mailer, mail.reply_to, "resign", "I give up.\n")
-    assert "You resigned Honeydonuts board 101." in out[0].body
+    assert "You resigned Honeydonuts board 101: the game is over." in out[0].body
     with db.transaction() as s:
         board = s.scalar(select(Board))
         assert board is not None and board.finished and board.winner == 1

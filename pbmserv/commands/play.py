@@ -129,8 +129,15 @@ class MoveCommand(Command):
             service.check_ply(board, at)
             return act(ctx, engine, board, user, word)
         notation = service.play(board, user, text, comment=ctx.comment, expected_ply=at)
-        return board_result(ctx, engine, board, user, "commands/move.txt.j2",
-                            notation=notation)
+        return moved(ctx, engine, board, user, notation)
+
+
+def moved(ctx: Context, engine: AnyEngine, board: Board, user: User, notation: str) -> Result:
+    """The reply to a move: what was played, and whose turn it is now."""
+    nxt = None if board.finished else player_of(board, board.to_move)
+    return board_result(ctx, engine, board, user, "commands/move.txt.j2", notation=notation,
+                        next_up=nxt.userid if nxt is not None and nxt.id != user.id else None,
+                        next_bot=nxt is not None and nxt.bot is not None)
 
 
 def act(ctx: Context, engine: AnyEngine, board: Board, user: User, word: str) -> Result:
@@ -180,7 +187,7 @@ def reply_move(ctx: Context, tag: str, text: str) -> Result:
     if move.lower() in MOVE_WORDS:
         return act(ctx, engine, board, user, move.lower())
     notation = service.play(board, user, move, comment=ctx.comment, expected_ply=token.ply)
-    return board_result(ctx, engine, board, user, "commands/move.txt.j2", notation=notation)
+    return moved(ctx, engine, board, user, notation)
 
 
 #: what may be written to an address that answers a request ("decline": the offer)
