@@ -110,6 +110,10 @@ service anvil {{
 }}
 service auth {{
   user = {internal}
+  # for a Postfix that lets users submit mail with the mailbox's login (SASL)
+  unix_listener {root}/auth-postfix {{
+    mode = 0666
+  }}
 }}
 """
 
@@ -137,6 +141,8 @@ class Dovecot:
             internal_group=_group(me.pw_gid), login=login, first_uid=first, uid=uid, gid=gid,
             imap=self.imap, imaps=self.imaps))
         self.proc: subprocess.Popen[bytes] | None = None
+        #: Dovecot's authentication socket for Postfix (smtpd_sasl_type = dovecot)
+        self.auth_socket = root / "auth-postfix"
 
     def start(self) -> None:
         assert DOVECOT is not None

@@ -42,12 +42,13 @@ class Served:
     """A settings file for ``serve`` pointed at the Dovecot and the submission server,
     the processes started with it, and what they logged."""
 
-    def __init__(self, root: Path, server: Dovecot, relay_port: int) -> None:
+    def __init__(self, root: Path, server: Dovecot, relay_port: int,
+                 relay_user: str = RELAY_USER, relay_password: str = RELAY_PASSWORD) -> None:
         self.root = root
         self.log = root / "serve.log"
         self.database = root / "pbmserv.sqlite3"
         (root / "imap-password").write_text(PASSWORD + "\n")
-        (root / "relay-password").write_text(RELAY_PASSWORD + "\n")
+        (root / "relay-password").write_text(relay_password + "\n")
         self.config = root / "pbmserv.toml"
         self.config.write_text(f"""\
 database_url = "sqlite:///{self.database}"
@@ -58,7 +59,7 @@ imap_password_file = "{root / 'imap-password'}"
 imap_ca_file = "{server.cert}"
 # an hour: a mail that comes within the test was seen by IDLE, not by a poll
 imap_poll = 3600
-relay = "submission://{RELAY_USER}@localhost:{relay_port}"
+relay = "submission://{relay_user}@localhost:{relay_port}"
 relay_password_file = "{root / 'relay-password'}"
 relay_ca_file = "{server.cert}"
 """)

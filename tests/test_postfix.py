@@ -155,6 +155,7 @@ retry     unix  -       -       n       -       -       error
 discard   unix  -       -       n       -       -       discard
 lmtp      unix  -       -       n       -       -       lmtp
 anvil     unix  -       -       n       -       1       anvil
+tlsmgr    unix  -       -       n       1000?   1       tlsmgr
 scache    unix  -       -       n       -       1       scache
 postlog   unix-dgram n  -       n       -       1       postlogd
 pbmserv   unix  -       n       n       -       2       pipe
