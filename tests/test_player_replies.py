@@ -400,3 +400,18 @@ def test_replies_say_what_happened_and_what_comes_next(mailer: Mailer) -> None:
         "\n"
         "\"exnihilo games alice all\" lists the finished ones too; \"list exnihilo\"\n"
         "shows every board and open challenge.\n" + FOOTER)
+
+
+def test_too_few_words_says_how_many_are_needed(mailer: Mailer) -> None:
+    start(mailer)
+    assert mailer.reply("honeydonuts move 101 alice pw-alice") == (
+        "> honeydonuts move ...\n"
+        "ERROR: too few words after 'move': it needs 4, this has 3\n"
+        "\n"
+        "Write it as: honeydonuts move board userid password move[#n]\n" + FOOTER)
+    assert mailer.reply("honeydonuts challenge alice") == (
+        "> honeydonuts challenge ...\n"
+        "ERROR: too few words after 'challenge': it needs 2 or more, this has 1\n"
+        "\n"
+        "Write it as: honeydonuts challenge userid1 userid2 [-option...]\n"
+        "[--nagtime=DAYS] [--forfeittime=DAYS]\n" + FOOTER)

@@ -135,9 +135,9 @@ class Command:
                 f"'{game} {inv.verb} 101 ...'; '{game} games <userid>' lists your boards",
                 usage=True, verb_only=True)
         if n < self.min_args:
+            more = "" if self.max_args == self.min_args else " or more"
             raise PlayerError(f"too few words after {inv.verb!r}: it needs "
-                              f"{self.min_args}{' or more' if self.max_args != n else ''}, "
-                              f"this has {n}", usage=True, verb_only=True)
+                              f"{self.min_args}{more}, this has {n}", usage=True, verb_only=True)
         if self.max_args is not None and n > self.max_args:
             raise PlayerError(f"too many words after {inv.verb!r}: it takes at most "
                               f"{self.max_args}, this has {n}", usage=True, verb_only=True)
