@@ -48,6 +48,7 @@ def phone(tmp_path_factory: pytest.TempPathFactory,
     mailer.signup("alice", "bob")
     mailer.reply("honeydonuts challenge alice bob")
     mailer.reply("honeydonuts move 101 alice pw-alice a1-a2", COMMENT)
+    mailer.reply("exnihilo challenge alice bob -large")
     port = free_port()
     web = server(db, Settings(database_url=db.url), "127.0.0.1", port)
     thread = threading.Thread(target=web.run, daemon=True)
@@ -115,5 +116,18 @@ def test_every_line_of_the_html_board_mail_is_sans_serif(
         family = element.value_of_css_property("font-family")
         assert "serif" in family and "sans-serif" in family, (element.text, family)
         assert element.rect["x"] + element.rect["width"] <= PHONE, element.text
+    assert browser.driver.execute_script(
+        "return document.documentElement.scrollWidth") <= PHONE
+
+
+def test_the_largest_board_fits_a_phone(phone: tuple[Browser, Database]) -> None:
+    """Ex nihilo -large, 11 cells across: its cells narrow to fit, and the page keeps
+    the phone's width (a board wider still would scroll inside its column)."""
+    browser, _ = phone
+    browser.open("/boards/exnihilo/101")
+    browser.shot("phone-board-exnihilo-large")
+    assert browser.count("table.exnihilo td.cell") == 91
+    assert right_edge(browser, "table.board") <= PHONE
+    assert right_edge(browser, "p.legend") <= PHONE
     assert browser.driver.execute_script(
         "return document.documentElement.scrollWidth") <= PHONE
