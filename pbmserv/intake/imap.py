@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import ssl
 import threading
 import time
@@ -46,7 +47,13 @@ SEEN = "\\Seen"
 #: mails fetched (and committed) together
 FETCH_BATCH = 20
 #: how long one IDLE lasts before it is renewed (servers end it after 30 minutes)
-IDLE_RENEW = 600.0
+#: (a home router may forget a silent connection after a few minutes: renewing it
+#: every 4 minutes, and TCP keepalives, keep it known)
+IDLE_RENEW = 240.0
+#: TCP keepalive: first probe after this many idle seconds, then every KEEPALIVE_EVERY
+KEEPALIVE_IDLE = 60
+KEEPALIVE_EVERY = 20
+KEEPALIVE_PROBES = 3
 #: how often a waiting IDLE looks whether ``serve`` is stopping
 IDLE_TICK = 1.0
 #: the socket's timeout for anything but IDLE
@@ -188,6 +195,17 @@ def _buffered(client: IMAPClient) -> bool:
         client._set_read_timeout()
 
 
+def _keep_alive(client: IMAPClient) -> None:
+    """TCP keepalives on the connection: a NAT router keeps it, and a peer that is gone
+    without a word is noticed in minutes, not hours."""
+    sock = client.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, value in (("TCP_KEEPIDLE", KEEPALIVE_IDLE), ("TCP_KEEPINTVL", KEEPALIVE_EVERY),
+                          ("TCP_KEEPCNT", KEEPALIVE_PROBES)):
+        if hasattr(socket, option):  # Linux; elsewhere the system's defaults
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
+
+
 def _close(client: IMAPClient) -> None:
     try:
         client.logout()
@@ -233,6 +251,8 @@ class ImapIntake(threading.Thread):
         self._stopping = threading.Event()
         self._reported: str | None = None
         self._client: IMAPClient | None = None
+        #: whether the last session got as far as reading the folder
+        self._was_reading = False
 
     def stop(self) -> None:
         self._stopping.set()
@@ -251,6 +271,8 @@ class ImapIntake(threading.Thread):
                 self._stopping.wait(PROBLEM_RETRY)
                 continue
             except Exception as exc:  # the network, the server going away, the database
+                if self._was_reading:  # a drop after a good session starts the waits anew
+                    wait = RETRY_FIRST
                 problem = (f"the connection to {self.mailbox.host}:{self.mailbox.port} "
                            f"failed ({type(exc).__name__}: {_said(exc)})")
                 self._report(problem, lasting=False, retry=wait)
@@ -258,12 +280,15 @@ class ImapIntake(threading.Thread):
             wait = min(wait * 2, RETRY_MAX)
 
     def _session(self) -> None:
+        self._was_reading = False
         client = connect(self.settings)
         self._client = client
         try:
+            _keep_alive(client)
             uidvalidity = select_folder(client, self.settings)
             idle = client.has_capability("IDLE")
             self._report(None, idle=idle)
+            self._was_reading = True
             while not self._stopping.is_set():
                 self.take_new(client, uidvalidity)
                 if idle:
