@@ -18,11 +18,13 @@ from sqlalchemy import select
 from pbmserv import logs
 from pbmserv.config import Settings
 from pbmserv.db.migrate import upgrade
-from pbmserv.db.models import OutboxMessage
+from pbmserv.db.models import OutboxMessage, User
 from pbmserv.db.session import Database
 from pbmserv.intake.store import store_message
 from pbmserv.logs import AUDIT, MARK
 from pbmserv.processing import process_message
+from pbmserv.service.accounts import MIN_PASSWORD
+from pbmserv.service.passwords import hash_password
 
 _counter = iter(range(1, 10**9))
 
@@ -140,8 +142,20 @@ class Mailer:
         return replies[0].body
 
     def signup(self, *userids: str) -> None:
+        """Accounts ``uid`` with the password ``pw-uid``, at ``uid@example.org``.  One
+        shorter than a new password may be (pw-bob) is given as an account from before
+        that rule has it: signed up with a long one, then set straight in the database
+        (a short old password still opens its account)."""
         for uid in userids:
-            self.reply(f"signup {uid} pw-{uid}", sender=f"{uid}@example.org")
+            password = f"pw-{uid}"
+            if len(password) >= MIN_PASSWORD:
+                self.reply(f"signup {uid} {password}", sender=f"{uid}@example.org")
+                continue
+            self.reply(f"signup {uid} {password}-long", sender=f"{uid}@example.org")
+            with self.db.transaction() as session:
+                user = session.scalar(select(User).where(User.key == uid.lower()))
+                assert user is not None
+                user.password_hash = hash_password(password)
 
 
 @pytest.fixture

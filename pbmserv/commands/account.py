@@ -15,6 +15,7 @@ from pbmserv.notifications.outbox import queue_mail
 from pbmserv.render import render
 from pbmserv.service import clock, mail_prefs, resets
 from pbmserv.service.accounts import (
+    IMPORTED_DOMAIN,
     close_account,
     existing_user,
     open_account,
@@ -58,9 +59,16 @@ class Change(Command):
         user = login(ctx, userid, secret)
         if what.lower() == "password":
             ctx.passwords.add(new)
-            set_password(user, new)
+            set_password(ctx.session, user, new)
         elif what.lower() == "address":
-            set_address(user, new)
+            old = set_address(ctx.session, user, new)
+            if old != user.email and not old.endswith("@" + IMPORTED_DOMAIN):
+                # the old address is told: were this not its owner's doing, they know
+                queue_mail(ctx.session, ctx.settings, to=old,
+                           subject=f"pbmserv: {user.userid}'s address changed",
+                           body=render("address_changed.txt.j2", settings=ctx.settings,
+                                       userid=user.userid, new=user.email,
+                                       requester=ctx.sender))
         else:
             raise PlayerError("you can change your password or address, not that",
                               usage=True)

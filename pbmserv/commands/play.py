@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from pbmserv.commands.args import (
     board_number,
     is_board_ref,
@@ -157,10 +159,17 @@ def act(ctx: Context, engine: AnyEngine, board: Board, user: User, word: str) ->
                         agreed=agreed)
 
 
+def changes_of(session: Session, user_id: int) -> int:
+    """How often the user's password or address changed (0: no such user)."""
+    user = session.get(User, user_id)
+    return 0 if user is None else user.credential_changes
+
+
 def reply_move(ctx: Context, tag: str, text: str) -> Result:
     """The move of a reply to a move-by-reply address: the address names the board,
     the player and the move; the reply's first line is the move (or a move word)."""
-    token = read_token(server_secret(ctx.session, ctx.settings.secret), tag)
+    token = read_token(server_secret(ctx.session, ctx.settings.secret), tag,
+                       lambda user_id: changes_of(ctx.session, user_id))
     if token is None:
         raise PlayerError("this mail went to a reply address the server did not give "
                           "out (or one that was changed); write the whole command instead, "

@@ -31,7 +31,7 @@ class User(Base):
     key: Mapped[str] = mapped_column(String(64), unique=True)
     userid: Mapped[str] = mapped_column(String(32))
     password_hash: Mapped[str] = mapped_column(String(255))
-    email: Mapped[str] = mapped_column(String(320))
+    email: Mapped[str] = mapped_column(String(320), index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     closed_at: Mapped[datetime | None] = mapped_column(default=None)
     #: the bot (pbmserv.bots) that plays for this account; None for a person
@@ -45,6 +45,9 @@ class User(Base):
     confirm_code_hash: Mapped[str | None] = mapped_column(String(128), default=None)
     #: the address the signup came from (the limit of signups per sender)
     signup_sender: Mapped[str | None] = mapped_column(String(320), default=None)
+    #: how often the password or the address changed: a move-by-reply address signs
+    #: it, so the addresses made before a change are void
+    credential_changes: Mapped[int] = mapped_column(default=0)
 
 
 class PasswordReset(Base):
@@ -312,6 +315,8 @@ class OutboxMessage(Base):
     sent_at: Mapped[datetime | None] = mapped_column(default=None)
     #: the sender run that holds the row until ``next_attempt_at`` (None: nobody)
     leased_by: Mapped[str | None] = mapped_column(String(64), default=None)
+    #: the body holds a live secret (a reset code): blanked once the mail is sent
+    blank_after_send: Mapped[bool] = mapped_column(default=False)
 
 
 class AuthThrottle(Base):

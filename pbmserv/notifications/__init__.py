@@ -238,7 +238,8 @@ class Notifier:
                 return None
         secret = server_secret(self.session, self.settings.secret)
         token = make_token(secret, ReplyToken(board.id, user.id, board.ply + 1,
-                                               board.takebacks, request))
+                                               board.takebacks, request),
+                           user.credential_changes)
         return subaddress(self.settings.address, token)
 
     def notify(self, events: Iterable[Event]) -> int:

@@ -10,7 +10,15 @@ from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import Board, BoardPlayer, GameNotify, Seek, Subscription, User
+from pbmserv.db.models import (
+    Board,
+    BoardPlayer,
+    GameNotify,
+    PasswordReset,
+    Seek,
+    Subscription,
+    User,
+)
 from pbmserv.db.status import BoardStatus, SeekStatus
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.passwords import check_password, hash_password
@@ -20,6 +28,8 @@ from pbmserv.spelling import closest
 USERID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}$")
 EMAIL_RE = re.compile(r"^[^@\s<>\"',;:]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$")
 PASSWORD_RE = re.compile(r"^[^\s\"':]{1,128}$")
+#: the fewest characters of a new password (older, shorter ones still open their account)
+MIN_PASSWORD = 8
 #: the password hash of an account made by an import: no password matches it
 DISABLED_PASSWORD = "!imported"
 #: the domain of the address of an account made by an import: it reaches nobody
@@ -87,20 +97,26 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
     return user
 
 
-def check_not_locked(session: Session, keys: tuple[str, str],
-                     now: datetime) -> dict[str, datetime | None]:
+def check_not_locked(session: Session, keys: tuple[str, str], now: datetime, *,
+                     what: str = "passwords") -> dict[str, datetime | None]:
     """The throttle's counts of the (account, sender) keys; a PlayerError saying until
-    when, if either is locked."""
+    when, if either is locked (``what``: passwords, or reset codes)."""
     counted = throttled(session, *keys)
     until = max((u for k, u in counted.items() if u is not None and u > now), default=None)
     if until is not None:
         minutes = max(1, math.ceil((until - now).total_seconds() / 60))
+        if what == "passwords":
+            why = ("too many wrong passwords have been tried for this account or from "
+                   "your address, so password checks are paused")
+            after = ("If you forgot your password, send 'reset <userid>' for a code; a "
+                     "code still works while password checks are paused.")
+        else:
+            why = ("too many wrong reset codes have been tried for this account from "
+                   "your address, so its reset codes are paused")
+            after = "Copy the code from the newest reset mail exactly."
         raise PlayerError(
-            "too many wrong passwords have been tried for this account or from your "
-            f"address, so password checks are paused until {until:%Y-%m-%d %H:%M} UTC "
-            f"(about {minutes} minute{'s' if minutes != 1 else ''} from now); try again "
-            "then. If you forgot your password, send 'reset <userid>' for a code."
-        )
+            f"{why} until {until:%Y-%m-%d %H:%M} UTC (about {minutes} "
+            f"minute{'s' if minutes != 1 else ''} from now); try again then. {after}")
     return counted
 
 
@@ -125,8 +141,13 @@ def check_userid(userid: str) -> None:
 
 
 def check_new_password(password: str) -> None:
+    """A PlayerError unless ``password`` may be a new password (it is never quoted)."""
     if not PASSWORD_RE.match(password):
         raise PlayerError("a password may not contain spaces, quotes or colons")
+    if len(password) < MIN_PASSWORD:
+        raise PlayerError(f"a new password needs at least {MIN_PASSWORD} characters (the "
+                          f"one given has {len(password)}); a few words joined by dashes "
+                          "are easy to remember, like 'blue-kettle-seven'")
 
 
 def check_email(email: str) -> str:
@@ -158,13 +179,27 @@ def has_no_address(user: User) -> bool:
     return user.email.endswith("@" + IMPORTED_DOMAIN)
 
 
-def set_password(user: User, password: str) -> None:
+def set_password(session: Session, user: User, password: str) -> None:
+    """A new password; every older way into the account is void (see ``revoke``)."""
     check_new_password(password)
     user.password_hash = hash_password(password)
+    revoke(session, user)
 
 
-def set_address(user: User, email: str) -> None:
-    user.email = check_email(email)
+def set_address(session: Session, user: User, email: str) -> str:
+    """A new address; returns the old one.  Every older way into the account is void
+    (see ``revoke``)."""
+    old, user.email = user.email, check_email(email)
+    if old != user.email:
+        revoke(session, user)
+    return old
+
+
+def revoke(session: Session, user: User) -> None:
+    """The password or address changed: the account's pending reset code and every
+    move-by-reply address made for it before are void."""
+    user.credential_changes += 1
+    session.execute(delete(PasswordReset).where(PasswordReset.user_id == user.id))
 
 
 def active_boards(session: Session, user: User) -> list[tuple[str, int]]:

@@ -93,7 +93,7 @@ def enable(session: Session, userid: str) -> bool:
 
 def set_email(session: Session, userid: str, email: str) -> User:
     user = existing_user(session, userid)
-    set_address(user, email)
+    set_address(session, user, email)
     return user
 
 
@@ -101,8 +101,7 @@ def reset_password(session: Session, userid: str, password: str) -> User:
     """Give the account a new password (the administrator tells it to the player); its
     reset code, and the wrong-password count against it, are dropped."""
     user = existing_user(session, userid)
-    set_password(user, password)
-    forget(session, user)
+    set_password(session, user, password)
     throttle.clear(session, throttle.account_key(user.userid))
     return user
 
@@ -111,10 +110,9 @@ def hand_over(session: Session, userid: str, email: str, password: str) -> User:
     """Give an account (one an import made, say) an address and a password, and
     enable it."""
     user = existing_user(session, userid)
-    set_password(user, password)
-    set_address(user, email)
+    set_password(session, user, password)
+    set_address(session, user, email)
     user.disabled_at = None
-    forget(session, user)
     return user
 
 

@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -73,23 +74,35 @@ def _mac(secret: bytes, payload: str) -> str:
     return base64.b32encode(digest).decode().lower()
 
 
-def make_token(secret: bytes, token: ReplyToken) -> str:
+def _signed(payload: str, changes: int) -> str:
+    """What is signed: the address's payload and, once the player's password or
+    address changed, how often (not written in the address: the server knows it, and
+    an address made before a change no longer matches)."""
+    return payload if not changes else f"{payload}c{changes}"
+
+
+def make_token(secret: bytes, token: ReplyToken, changes: int = 0) -> str:
+    """The token for ``token``, for a player whose credentials changed ``changes``
+    times (users.credential_changes)."""
     payload = f"b{token.board_id}u{token.user_id}m{token.ply}t{token.takebacks}"
     if token.request:
         payload += f"r{token.request}"
-    return f"{payload}-{_mac(secret, payload)}"
+    return f"{payload}-{_mac(secret, _signed(payload, changes))}"
 
 
-def read_token(secret: bytes, text: str) -> ReplyToken | None:
-    """The token ``text`` names, if it is well formed and signed by ``secret``."""
+def read_token(secret: bytes, text: str,
+               changes_of: Callable[[int], int] = lambda _user_id: 0) -> ReplyToken | None:
+    """The token ``text`` names, if it is well formed and signed by ``secret`` for the
+    player's current credentials (``changes_of``: a user id's credential_changes)."""
     found = _TOKEN.fullmatch(text.strip().lower())
     if found is None:
         return None
     payload = text.strip().lower().rpartition("-")[0]
-    if not hmac.compare_digest(_mac(secret, payload), found.group(6)):
-        return None
     board_id, user_id, ply, takebacks, request = (
         int(found.group(i) or 0) for i in (1, 2, 3, 4, 5))
     if max(board_id, user_id, ply, takebacks, request) >= 2**31:
+        return None
+    signed = _signed(payload, changes_of(user_id))
+    if not hmac.compare_digest(_mac(secret, signed), found.group(6)):
         return None
     return ReplyToken(board_id, user_id, ply, takebacks, request)

@@ -3,8 +3,11 @@ password.
 
 The code is stored hashed (like a password), expires after a day, works once, and
 only the newest code of an account works.  A new code is made at most every
-``REQUEST_EVERY``, so nobody can flood an account's mailbox.  Wrong codes are
-throttled exactly like wrong passwords, per account and per sender address.
+``REQUEST_EVERY``, so nobody can flood an account's mailbox.  Wrong codes have a limit
+of their own, per account and sender address together (five, then a pause, as for
+passwords): wrong passwords (anyone's) never hold up a code, and wrong codes from one
+address never hold up the codes the player sends from theirs.  A code, once used, also
+clears the account's wrong-password count: whoever read the code owns the account.
 """
 
 from __future__ import annotations
@@ -69,13 +72,19 @@ def issue(session: Session, user: User, now: datetime) -> tuple[str | None, Pass
     return code, row
 
 
+def code_key(userid: str, sender: str) -> str:
+    """The throttle key of the reset codes tried for an account from one address."""
+    return f"code:{userid.lower()[:150]}|{sender.lower()[:240]}"
+
+
 def redeem(session: Session, user: User, code: str, password: str, sender: str,
            now: datetime) -> None:
     """Set ``password`` if ``code`` is the account's current code; a wrong or expired
-    code is charged to the throttle like a wrong password (see accounts.authenticate)."""
+    code is charged to the codes' own throttle key (see ``code_key``)."""
     check_new_password(password)
-    keys = (account_key(user.userid), sender_key(sender))
-    counted = check_not_locked(session, keys, now)
+    key = code_key(user.userid, sender)
+    keys = (key, key)
+    counted = check_not_locked(session, keys, now, what="reset codes")
     check_enabled(user)
     row = session.get(PasswordReset, user.id, with_for_update=True)
     if row is None or row.expires_at <= now or not check_password(row.code_hash,
@@ -83,11 +92,15 @@ def redeem(session: Session, user: User, code: str, password: str, sender: str,
         raise PlayerError(
             f"that is not a valid reset code for {user.userid} (a code works once, for "
             f"{VALID_FOR.days * 24} hours, and only the newest one); send 'reset "
-            f"{user.userid}' for a new one", failed_keys=keys)
-    set_password(user, password)
+            f"{user.userid}' for a new one", failed_keys=(key,))
     session.delete(row)
-    if keys[0] in counted:
-        record_success(session, keys[0])
+    session.flush()
+    set_password(session, user, password)
+    if key in counted:
+        record_success(session, key)
+    # the code proved the mailbox: the wrong passwords of others no longer hold it up
+    record_success(session, account_key(user.userid))
+    record_success(session, sender_key(sender))
 
 
 def forget(session: Session, user: User) -> None:

@@ -1,0 +1,152 @@
+"""Nobody can lock a player out, new passwords are long enough, and changed credentials
+void the old ones (reset codes, move-by-reply addresses), telling the old address."""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import select
+
+from pbmserv.db.models import OutboxMessage
+from pbmserv.db.session import Database
+from tests.conftest import Mailer
+
+CODE = re.compile(r"reset (\w+) ([a-z2-9]{4}-[a-z2-9]{4}-[a-z2-9]{4}) <new password>")
+PAUSED = "password checks are paused until"
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def start(mailer: Mailer) -> OutboxMessage:
+    """alice and bob on honeydonuts board 101: the board mail that asks alice to move."""
+    mailer.signup("alice", "bob")
+    out = mailer.send("honeydonuts challenge alice bob")
+    [mail] = [m for m in out if m.to_addr == "alice@example.org" and not m.in_reply_to]
+    assert mail.reply_to is not None
+    return mail
+
+
+def by_reply(mailer: Mailer, to: str, move: str, sender: str = "alice@example.org") -> str:
+    out = mailer.send("Re: New Honeydonuts Board 101 alice", f"{move}\n", sender=sender, To=to)
+    return [m for m in out if m.in_reply_to][0].body
+
+
+def code_for(mailer: Mailer, db: Database, userid: str, sender: str) -> tuple[str, str]:
+    """Ask for a reset code; (the code, the address it was mailed to)."""
+    mailer.reply(f"reset {userid}", sender=sender)
+    with db.reading() as s:
+        mail = s.scalars(select(OutboxMessage).where(OutboxMessage.subject.like(
+            "%code to reset%")).order_by(OutboxMessage.id.desc())).first()
+    assert mail is not None
+    found = CODE.search(mail.body)
+    assert found is not None
+    return found.group(2), mail.to_addr
+
+
+def test_a_stranger_cannot_keep_a_player_from_moving_or_recovering(
+        mailer: Mailer, db: Database) -> None:
+    board_mail = start(mailer)
+    assert board_mail.reply_to is not None
+    wrong = "\n".join(f"signoff alice guess{n}" for n in range(6))
+    mailer.reply("multiple", wrong, sender="mallory@example.net")
+    # alice's own password is paused now, for anyone...
+    assert PAUSED in flat(mailer.reply("honeydonuts move 101 alice pw-alice a1-b1"))
+    # ...but her reply address still plays her move
+    assert "Your move a1-b1 on Honeydonuts board 101" in flat(
+        by_reply(mailer, board_mail.reply_to, "a1-b1"))
+    # and a reset code still works, the new password at once
+    code, to = code_for(mailer, db, "alice", "alice@example.org")
+    assert to == "alice@example.org"
+    done = mailer.reply(f"reset alice {code} kettle-blue-7")
+    assert "The password of alice has been changed" in done
+    text = mailer.reply("honeydonuts moves 101 ", sender="alice@example.org")
+    assert "ERROR" not in text
+    text = mailer.reply("vacation alice kettle-blue-7")
+    assert "ERROR" not in text and PAUSED not in flat(text)
+
+
+def test_wrong_codes_from_one_address_never_pause_the_owners_code(
+        mailer: Mailer, db: Database) -> None:
+    mailer.signup("alice")
+    code, _ = code_for(mailer, db, "alice", "alice@example.org")
+    wrong = "\n".join(f"reset alice abcd-efgh-jk{n}{n} stolen-pass-{n}" for n in range(2, 9))
+    text = mailer.reply("multiple", wrong, sender="mallory@example.net")
+    assert text.count("not a valid reset code") == 1
+    assert "(and 4 more lines of this mail refused in the same words)" in text
+    assert ("too many wrong reset codes have been tried for this account from your "
+            "address, so its reset codes are paused until") in flat(text)
+    assert "stolen-pass" not in text
+    # the codes are paused for mallory's address, not for alice's
+    assert "its reset codes are paused" in flat(mailer.reply(
+        f"reset alice {code} stolen-pass-9", sender="mallory@example.net"))
+    done = mailer.reply(f"reset alice {code} kettle-blue-7")
+    assert "The password of alice has been changed" in done
+
+
+def test_new_passwords_need_eight_characters_and_old_short_ones_still_work(
+        mailer: Mailer, db: Database) -> None:
+    text = mailer.reply("signup carol short7", sender="carol@example.org")
+    assert text.startswith(
+        "> signup carol *****\n"
+        "ERROR: a new password needs at least 8 characters (the one given has 6); a\n"
+        "few words joined by dashes are easy to remember, like 'blue-kettle-seven'\n")
+    assert "Welcome, carol!" in mailer.reply("signup carol eight-ch", sender="carol@x.org")
+    start(mailer)
+    # bob's password (pw-bob, 6 characters) is from before the rule: it still works
+    text = mailer.reply("vacation bob pw-bob", sender="bob@example.org")
+    assert "ERROR" not in text
+    text = mailer.reply("change password bob pw-bob tiny", sender="bob@example.org")
+    assert "> change password bob ***** *****\nERROR: a new password needs at least 8" in text
+    code, _ = code_for(mailer, db, "bob", "bob@example.org")
+    text = mailer.reply(f"reset bob {code} tiny", sender="bob@example.org")
+    assert "> reset bob ***** *****\nERROR: a new password needs at least 8" in text
+    text = mailer.reply("change password bob pw-bob long-enough", sender="bob@example.org")
+    assert "The password of bob has been changed" in text
+
+
+def test_a_password_change_voids_reset_codes_and_reply_addresses(
+        mailer: Mailer, db: Database) -> None:
+    board_mail = start(mailer)
+    assert board_mail.reply_to is not None
+    code, _ = code_for(mailer, db, "alice", "alice@example.org")
+    text = mailer.reply("change password alice pw-alice kettle-blue-7")
+    assert flat(text).endswith(
+        "The password of alice has been changed. Reply addresses of board mails sent "
+        "before, and any reset code not yet used, no longer work: use the newest board "
+        'mail. -- pbmserv <pbmserv@localhost>: send "help" for the commands.')
+    assert "not a valid reset code" in mailer.reply(f"reset alice {code} other-pass-1")
+    assert "a reply address the server did not give out" in flat(
+        by_reply(mailer, board_mail.reply_to, "a1-b1"))
+    # the board mail sent after the change carries an address that works
+    out = mailer.send("honeydonuts move 101 alice kettle-blue-7 a1-b1")
+    out = mailer.send("honeydonuts move 101 bob pw-bob e3-d3", sender="bob@example.org")
+    [fresh] = [m for m in out if m.to_addr == "alice@example.org"]
+    assert fresh.reply_to is not None
+    assert "ERROR" not in by_reply(mailer, fresh.reply_to, "a1-a2")
+
+
+def test_an_address_change_tells_the_old_address_and_voids_its_code(
+        mailer: Mailer, db: Database) -> None:
+    board_mail = start(mailer)
+    assert board_mail.reply_to is not None
+    code, to = code_for(mailer, db, "alice", "mallory@example.net")
+    assert to == "alice@example.org"
+    out = mailer.send("change address alice pw-alice alice@new.example")
+    notice = [m for m in out if not m.in_reply_to]
+    assert [(m.to_addr, m.subject) for m in notice] == [
+        ("alice@example.org", "pbmserv: alice's address changed")]
+    assert notice[0].body == (
+        "The address of the account alice on pbmserv was changed from this address to\n"
+        "alice@new.example, by a mail from alice@example.org that gave the account's\n"
+        "password. Its mail goes there from now on, and the reply addresses and reset\n"
+        "codes sent here before no longer work.\n\n"
+        "If that was not you, someone knows your password: write to the server's\n"
+        "administrator at once, with this mail.\n\n"
+        "--\npbmserv <pbmserv@localhost>\n")
+    # the code mailed to the old address, read by whoever reads it now, is void
+    text = mailer.reply(f"reset alice {code} thief-pass-1", sender="thief@evil.example")
+    assert "not a valid reset code for alice" in text
+    assert "a reply address the server did not give out" in flat(
+        by_reply(mailer, board_mail.reply_to, "a1-b1", sender="thief@evil.example"))
