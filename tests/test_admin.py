@@ -349,7 +349,7 @@ def test_every_admin_action_leaves_an_audit_line(mailer: Mailer, settings: Setti
     def run(*args: str) -> None:
         env = {"PBMSERV_DATABASE_URL": settings.database_url,
                "PBMSERV_MAILDIR": str(settings.maildir), "PBMSERV_LOG_FILE": str(log)}
-        done = CliRunner().invoke(main, list(args), env=env, input="n3w-pw\nn3w-pw\n")
+        done = CliRunner().invoke(main, list(args), env=env, input="n3w-pw-long\nn3w-pw-long\n")
         assert done.exit_code == 0, (args, done.output)
         assert "pbmserv.audit" not in done.output  # the log's, not the terminal's
 

@@ -66,7 +66,7 @@ def env_for(settings: Settings) -> dict[str, str]:
 
 def test_deliver_stores_processes_and_replies(settings: Settings, db: Database) -> None:
     result = run("deliver", "--sender", "alice@example.org", env=env_for(settings),
-                 stdin=make_mail("signup alice pw"))
+                 stdin=make_mail("signup alice pw-alice"))
     assert result.exit_code == 0, result.output
     [reply] = read_maildir(settings.maildir)
     assert reply["Subject"] == "pbmserv: welcome, alice"

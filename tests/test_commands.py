@@ -50,18 +50,18 @@ def test_game_help_and_help_topics(mailer: Mailer) -> None:
 
 
 def test_signup_and_duplicate(mailer: Mailer, db: Database) -> None:
-    welcome = mailer.reply("signup alice s3cret")
+    welcome = mailer.reply("signup alice s3cret-pw")
     assert "Welcome, alice!" in welcome
     assert '"honeydonuts challenge alice bot1"' in flat(welcome)
-    assert "userid 'ALICE' is taken" in mailer.reply("signup ALICE other")
+    assert "userid 'ALICE' is taken" in mailer.reply("signup ALICE other-pw")
     with db.transaction() as s:
         user = s.scalar(select(User).where(User.key == "alice"))
         assert user is not None and user.email == "alice@example.org"
-        assert "s3cret" not in user.password_hash
+        assert "s3cret-pw" not in user.password_hash
 
 
 def test_signup_with_address_and_bad_input(mailer: Mailer) -> None:
-    assert "goes to al@other.org" in flat(mailer.reply("signup al pw al@other.org"))
+    assert "goes to al@other.org" in flat(mailer.reply("signup al pw-al-long al@other.org"))
     assert "cannot be a userid" in mailer.reply("signup -x pw")
     assert "not a mail address" in mailer.reply("signup carol pw nowhere")
     text = mailer.reply("signup")
@@ -71,10 +71,10 @@ def test_signup_with_address_and_bad_input(mailer: Mailer) -> None:
 def test_change_password_and_address(mailer: Mailer, db: Database) -> None:
     mailer.signup("alice")
     assert "password of alice has been changed" in mailer.reply(
-        "change password alice pw-alice newpw")
+        "change password alice pw-alice newpw-long")
     assert "do not match" in mailer.reply("change address alice pw-alice a@b.org")
-    assert "now goes to a@b.org" in mailer.reply("change address alice newpw a@b.org")
-    assert "do not match" in mailer.reply("change address alice NEWPW a@c.org")  # case counts
+    assert "now goes to a@b.org" in mailer.reply("change address alice newpw-long a@b.org")
+    assert "do not match" in mailer.reply("change address alice NEWPW-LONG a@c.org")  # case counts
 
 
 def test_signoff_refused_while_playing_then_done(mailer: Mailer) -> None:
@@ -83,7 +83,7 @@ def test_signoff_refused_while_playing_then_done(mailer: Mailer) -> None:
     mailer.reply("honeydonuts resign 101 bob pw-bob")
     assert "is closed" in mailer.reply("signoff bob pw-bob")
     assert "there is no user 'bob'" in mailer.reply("honeydonuts challenge alice bob")
-    assert "Welcome, bob!" in mailer.reply("signup bob again")  # the userid is free again
+    assert "Welcome, bob!" in mailer.reply("signup bob again-pw")  # the userid is free again
 
 
 def test_challenge_starts_board_and_mails_both_players(mailer: Mailer) -> None:
@@ -209,7 +209,7 @@ def test_show_games_preview_moves(mailer: Mailer) -> None:
 
 
 def test_multiple_runs_every_line_with_one_reply(mailer: Mailer) -> None:
-    out = mailer.send("multiple", "signup alice pw1\nsignup bob pw2 bob@example.org\n"
+    out = mailer.send("multiple", "signup alice pw1-long\nsignup bob pw2-long bob@example.org\n"
                       "honeydonuts challenge alice bob\nbogus line\n\nnot a command")
     assert out[0].subject == "pbmserv: 4 commands, 1 refused"
     body = out[0].body
@@ -220,9 +220,9 @@ def test_multiple_runs_every_line_with_one_reply(mailer: Mailer) -> None:
 
 
 def test_command_in_body_and_subject_prefixes(mailer: Mailer) -> None:
-    assert "Welcome, alice!" in mailer.reply("", "signup alice pw\nthanks")
-    assert "Welcome, bob!" in mailer.reply("Re: Fwd: AW: signup bob pw")
-    assert "Welcome, carol!" in mailer.reply("hello there", "> quoted\n\nsignup carol pw")
+    assert "Welcome, alice!" in mailer.reply("", "signup alice pw-alice\nthanks")
+    assert "Welcome, bob!" in mailer.reply("Re: Fwd: AW: signup bob pw-long-1")
+    assert "Welcome, carol!" in mailer.reply("hello there", "> quoted\n\nsignup carol pw-long-1")
 
 
 def test_no_command_found(mailer: Mailer) -> None:

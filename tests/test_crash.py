@@ -63,7 +63,7 @@ def sigkill_under_load(settings: Settings, tmp_path: Path) -> None:
             try:
                 with smtplib.SMTP("127.0.0.1", port, timeout=5) as s:
                     s.sendmail(f"u{n}@example.org", ["pbmserv@localhost"],
-                               make_mail(f"signup u{n} pw", sender=f"u{n}@example.org",
+                               make_mail(f"signup u{n} pw-long-1", sender=f"u{n}@example.org",
                                          message_id=mid))
                 acked.append(mid)
             except (OSError, smtplib.SMTPException):

@@ -75,7 +75,7 @@ def take_once(intake: ImapIntake) -> int:
 def test_mail_is_stored_once_then_flagged(dovecot: Dovecot, db: Database, settings: Settings,
                                           tmp_path: Path) -> None:
     settings = imap_settings(settings, dovecot, tmp_path)
-    dovecot.deliver(b"Return-Path: <alice@example.org>\r\n" + mail("signup alice pw", 1))
+    dovecot.deliver(b"Return-Path: <alice@example.org>\r\n" + mail("signup alice pw-long-1", 1))
     dovecot.deliver(mail("help", 2, sender="bob@example.org"))
     stored: list[int] = []
     intake = ImapIntake(db, settings, on_stored=stored.extend)
@@ -83,7 +83,7 @@ def test_mail_is_stored_once_then_flagged(dovecot: Dovecot, db: Database, settin
     rows = inbound(db)
     assert [r.sender for r in rows] == ["alice@example.org", "bob@example.org"]
     assert rows[0].envelope_from == "alice@example.org" and stored == [r.id for r in rows]
-    assert b"signup alice pw" in rows[0].raw
+    assert b"signup alice pw-long-1" in rows[0].raw
     flags = dovecot.messages()
     assert len(flags) == 2 and all(DONE in f and b"\\Seen" in f for f in flags.values())
     # the next look takes nothing: both are marked done, and known by their UIDs

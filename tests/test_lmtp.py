@@ -104,11 +104,11 @@ def test_lmtp_on_a_unix_socket_beside_smtp(db: Database, settings: Settings,
         assert path.is_socket() and path.stat().st_mode & 0o777 == 0o660
         with Lmtp(str(path)) as client:
             _, answers = client.deliver("alice@example.org", ["pbmserv@localhost"],
-                                        make_mail("signup alice pw"))
+                                        make_mail("signup alice pw-long-1"))
         assert answers[0][0] == 250
         with smtplib.SMTP("127.0.0.1", server.controller.port) as smtp:
             smtp.sendmail("bob@example.org", ["pbmserv@localhost"],
-                          make_mail("signup bob pw", sender="bob@example.org"))
+                          make_mail("signup bob pw-long-1", sender="bob@example.org"))
         subjects = sorted(m["Subject"] for m in wait_for_mail(settings, 2))
         assert subjects == ["pbmserv: welcome, alice", "pbmserv: welcome, bob"]
         second = Server(db, settings, port=None, lmtp=str(path))

@@ -298,7 +298,7 @@ def test_postfix_delivers_by_lmtp(postfix: Instance, sink: tuple[Sink, int]) -> 
         wait_for(lambda: _lmtp_answers(postfix.lmtp), lambda: "pbmserv serve did not listen")
         with smtplib.SMTP("127.0.0.1", postfix.port) as client:
             client.sendmail("alice@example.org", ["pbmserv@games.test"],
-                            make_mail("signup alice pw-a", message_id="<lmtp@example.org>"))
+                            make_mail("signup alice pw-alice-1", message_id="<lmtp@example.org>"))
             with pytest.raises(smtplib.SMTPRecipientsRefused) as refused:
                 client.sendmail("carol@example.org", ["other@games.test"], make_mail("help"))
         assert b"User unknown in relay recipient table" in \
@@ -343,7 +343,7 @@ def test_postfix_delivers_by_pipe_and_keeps_mail_while_settings_are_broken(
     pipe_toml.write_text(good + "name_is_not_a_key = 1\n")  # broken for now
     with smtplib.SMTP("127.0.0.1", postfix.port) as client:
         client.sendmail("bob@example.org", ["pipe@games.test"],
-                        make_mail("signup bob pw-b", sender="bob@example.org",
+                        make_mail("signup bob pw-bob-1", sender="bob@example.org",
                                   message_id="<pipe@example.org>"))
     # Postfix keeps the mail (deferred, not bounced) and logs why
     wait_for(lambda: "status=deferred" in postfix.log(),
@@ -498,7 +498,7 @@ def test_a_mail_pbmserv_sends_leaves_postfix_signed(opendkim: Signer,
         done = subprocess.run(
             [sys.executable, "-m", "pbmserv", "--config", str(root / "lmtp" / "pbmserv.toml"),
              "deliver", "--sender", "alice@example.org"],
-            input=make_mail("signup alice pw-a", To="pbmserv@games.test"),
+            input=make_mail("signup alice pw-alice-1", To="pbmserv@games.test"),
             capture_output=True, timeout=120, env={**os.environ, "PBMSERV_CONFIG": ""})
         assert done.returncode == 0, done.stderr
         wait_for(lambda: bool(keeper.to("alice@example.org")),
@@ -554,7 +554,7 @@ def test_postfix_delivers_to_an_lmtp_socket_of_its_group(postfix: Instance,
         assert made_socket.st_mode & 0o777 == 0o660
         with smtplib.SMTP("127.0.0.1", postfix.port) as client:
             client.sendmail("alice@example.org", ["pbmserv@games.test"],
-                            make_mail("signup alice pw-a", message_id="<sock@example.org>"))
+                            make_mail("signup alice pw-alice-1", message_id="<sock@example.org>"))
         wait_for(lambda: bool(keeper.to("alice@example.org")),
                  lambda: "no reply to alice:\n" + postfix.log())
         assert f"[{socket_path}], " in postfix.log(), postfix.log()

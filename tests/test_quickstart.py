@@ -53,7 +53,7 @@ def test_make_run_stays_in_its_checkout(tmp_path: Path) -> None:
             try:
                 with smtplib.SMTP("127.0.0.1", port, timeout=5) as client:
                     client.sendmail("alice@example.org", ["pbmserv@localhost"],
-                                    make_mail("signup alice pw-a"))
+                                    make_mail("signup alice pw-alice-1"))
                 break
             except OSError:
                 assert proc.poll() is None, log.read_text()

@@ -68,10 +68,10 @@ def test_game_over_smtp(smtp: smtplib.SMTP, settings: Settings) -> None:
     def send(subject: str, sender: str) -> None:
         smtp.sendmail(sender, ["pbmserv@localhost"], make_mail(subject, sender=sender))
 
-    send("signup alice pw-a", "alice@example.org")
-    send("signup bob pw-b", "bob@example.org")
+    send("signup alice pw-alice-1", "alice@example.org")
+    send("signup bob pw-bob-1", "bob@example.org")
     send("honeydonuts challenge alice bob", "alice@example.org")
-    send("honeydonuts move 101 alice pw-a a1-a2#1", "alice@example.org")
+    send("honeydonuts move 101 alice pw-alice-1 a1-a2#1", "alice@example.org")
     mails = wait_for_mail(settings, 6)
     subjects = [(m["To"], m["Subject"]) for m in mails]
     assert ("alice@example.org", "pbmserv: welcome, alice") in subjects
@@ -85,7 +85,7 @@ def test_game_over_smtp(smtp: smtplib.SMTP, settings: Settings) -> None:
 
 def test_same_message_id_twice_is_applied_once(smtp: smtplib.SMTP, settings: Settings,
                                                 db: Database) -> None:
-    raw = make_mail("signup alice pw", message_id="<once@example.org>")
+    raw = make_mail("signup alice pw-long-1", message_id="<once@example.org>")
     smtp.sendmail("alice@example.org", ["pbmserv@localhost"], raw)
     smtp.sendmail("alice@example.org", ["pbmserv@localhost"], raw)
     mails = wait_for_mail(settings, 1)
@@ -98,7 +98,7 @@ def test_same_message_id_twice_is_applied_once(smtp: smtplib.SMTP, settings: Set
 def test_a_mail_without_message_id_sent_twice_is_applied_once(
         smtp: smtplib.SMTP, settings: Settings, db: Database) -> None:
     """The sending MTA lost our 250 and sent the same bytes again."""
-    raw = b"From: alice@example.org\nTo: pbmserv@localhost\nSubject: signup alice pw\n\n\n"
+    raw = b"From: alice@example.org\nTo: pbmserv@localhost\nSubject: signup alice pw-long-1\n\n\n"
     other = raw.replace(b"alice", b"bob")
     for mail in (raw, raw, other):
         smtp.sendmail("alice@example.org", ["pbmserv@localhost"], mail)

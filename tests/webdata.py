@@ -13,13 +13,13 @@ def fill(mailer: Mailer) -> None:
     """Four players, boards of three games (one finished and rated), an open
     challenge and a round robin tournament."""
     mailer.signup("alice", "bob", "carol")
-    mailer.reply(f"signup {ODD} pw-odd", sender="odd@example.org")
+    mailer.reply(f"signup {ODD} pw-odd-one", sender="odd@example.org")
     mailer.reply("honeydonuts challenge alice bob")
     mailer.reply("honeydonuts move 101 alice pw-alice a1-b1", COMMENT)
     mailer.reply("honeydonuts move 101 bob pw-bob e3-d3", sender="bob@example.org")
     mailer.reply(f"amoeba challenge alice {ODD}")
     mailer.reply("amoeba move 101 alice pw-alice e4")
-    mailer.reply(f"amoeba move 101 {ODD} pw-odd e6", sender="odd@example.org")
+    mailer.reply(f"amoeba move 101 {ODD} pw-odd-one e6", sender="odd@example.org")
     mailer.reply("amoeba resign 101 alice pw-alice", "Well played.")
     mailer.reply("hexamoeba seek carol pw-carol", sender="carol@example.org")
     mailer.reply("exnihilo challenge bob carol", sender="bob@example.org")

@@ -158,10 +158,10 @@ def check_email(email: str) -> str:
 
 def open_account(session: Session, userid: str, password: str, email: str) -> User:
     check_userid(userid)
-    check_new_password(password)
     email = check_email(email)
     if session.scalar(select(User.id).where(User.key == userid.lower())) is not None:
         raise PlayerError(f"the userid {userid!r} is taken; choose another")
+    check_new_password(password)
     user = User(key=userid.lower(), userid=userid, password_hash=hash_password(password),
                 email=email)
     session.add(user)
