@@ -9,6 +9,7 @@ the database's own, which ``pbmserv.problems`` explains).
 
 from __future__ import annotations
 
+import grp
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -236,7 +237,28 @@ def check_settings(settings: Settings) -> list[Check]:
             out.append(Check("log_file", OK, f"{settings.log_file} is writable"))
         except OSError as exc:
             out.append(Check("log_file", FAIL, f"{settings.log_file}: {describe(exc)}"))
+    if settings.lmtp is not None and settings.lmtp.startswith("/"):
+        out.append(_socket_group(settings))
     return out
+
+
+def _socket_group(settings: Settings) -> Check:
+    """Whether the LMTP socket can be given to its group: the group exists, and this
+    user may give files to it (root, or a member)."""
+    mode = f"{settings.lmtp_socket_mode:04o}"
+    if settings.lmtp_socket_group is None:
+        return Check("lmtp_socket", OK, f"{settings.lmtp}: mode {mode}, the service's own "
+                     "group (set lmtp_socket_group for the MTA's, e.g. postfix)")
+    try:
+        group = grp.getgrnam(settings.lmtp_socket_group)
+    except KeyError:
+        return Check("lmtp_socket", FAIL, f"lmtp_socket_group: there is no group "
+                     f"{settings.lmtp_socket_group!r} on this host")
+    if os.geteuid() != 0 and group.gr_gid not in os.getgroups():
+        return Check("lmtp_socket", FAIL, f"this user (uid {os.geteuid()}) is not in group "
+                     f"{group.gr_name}, so cannot give it the socket: adduser pbmserv "
+                     f"{group.gr_name}, or SupplementaryGroups= in the unit")
+    return Check("lmtp_socket", OK, f"{settings.lmtp}: mode {mode}, group {group.gr_name}")
 
 
 # -- the inbox ----------------------------------------------------------------------------

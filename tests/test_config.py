@@ -213,3 +213,17 @@ def test_a_port_in_use_is_one_line(db_url: str) -> None:
     assert result.exit_code == 1
     assert result.output == (f"Error: cannot listen on SMTP 127.0.0.1:{port}: the address is "
                              "in use: another program (or another pbmserv) listens there\n")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may give a file to any group")
+def test_config_check_tries_the_lmtp_socket_s_group(tmp_path: Path, db_url: str) -> None:
+    path = write(tmp_path, f'database_url = "{db_url}"\nmaildir = "{tmp_path / "mail"}"\n'
+                           f'lmtp = "{tmp_path / "lmtp.sock"}"\nlmtp_socket_group = "nogroup"\n')
+    good = run("--config", str(path), "config", "check")
+    assert f"ok   lmtp_socket  {tmp_path / 'lmtp.sock'}: mode 0660, group nogroup" in \
+        good.output.splitlines()
+    bad = run("--config", str(path), "config", "check",
+              env={"PBMSERV_LMTP_SOCKET_GROUP": "no-such-group-x"})
+    assert bad.exit_code == 1
+    assert ("FAIL lmtp_socket  lmtp_socket_group: there is no group 'no-such-group-x' on "
+            "this host") in bad.output.splitlines()
