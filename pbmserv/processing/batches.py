@@ -103,15 +103,20 @@ def _parsed(settings: Settings, rows: Sequence[Any]) -> list[Stored]:
     return out
 
 
+# built once: the claim is the first statement of every batch's transaction
+_CLAIM = (select(InboundMessage.id, InboundMessage.sender)
+          .where(InboundMessage.id.in_(bindparam("ids", expanding=True)),
+                 InboundMessage.status == InboundStatus.NEW)
+          .order_by(InboundMessage.id))
+_CLAIM_LOCKED = _CLAIM.with_for_update(skip_locked=True)
+
+
 def claim(session: Session, db: Database, batch: Sequence[Stored]) -> set[int]:
     """The mails of ``batch`` this process may run now, in this transaction."""
-    ids = [s.id for s in batch]
-    query = (select(InboundMessage.id, InboundMessage.sender)
-             .where(InboundMessage.id.in_(ids), InboundMessage.status == InboundStatus.NEW)
-             .order_by(InboundMessage.id))
+    ids = {"ids": [s.id for s in batch]}
     if not db.is_postgres:  # one writer at a time: what is new is ours
-        return {row.id for row in session.execute(query)}
-    locked = session.execute(query.with_for_update(skip_locked=True)).all()
+        return {row.id for row in session.connection().execute(_CLAIM, ids)}
+    locked = session.connection().execute(_CLAIM_LOCKED, ids).all()
     if not locked:
         return set()
     mine = {row.id for row in locked}

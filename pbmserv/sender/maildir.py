@@ -30,24 +30,28 @@ def deliver_all(maildir: Path, mails: list[tuple[OutboxMessage, bytes]]) -> list
     """
     for sub in ("tmp", "new", "cur"):
         (maildir / sub).mkdir(parents=True, exist_ok=True)
+    # plain strings, not Path objects: joined for every mail, a Path costs more than
+    # the write
+    tmp_dir = os.path.join(maildir, "tmp")
+    new_dir = os.path.join(maildir, "new")
     errors: list[str | None] = []
-    written: list[tuple[Path, Path]] = []
+    written: list[tuple[str, str]] = []
     for row, data in mails:
         name = file_name(row)
-        tmp = maildir / "tmp" / name
+        tmp = os.path.join(tmp_dir, name)
         try:
             with open(tmp, "wb") as fh:
                 fh.write(data)
                 fh.flush()
                 os.fdatasync(fh.fileno())
-            written.append((tmp, maildir / "new" / name))
+            written.append((tmp, os.path.join(new_dir, name)))
             errors.append(None)
         except OSError as exc:
             errors.append(f"{type(exc).__name__}: {exc}")
     for tmp, final in written:
         os.replace(tmp, final)
     if written:
-        fd = os.open(maildir / "new", os.O_RDONLY)
+        fd = os.open(new_dir, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
