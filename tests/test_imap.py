@@ -149,6 +149,26 @@ def test_delete_and_move(dovecot: Dovecot, db: Database, settings: Settings,
     assert take_once(deleting) == 1
     assert dovecot.messages() == {} and len(dovecot.messages("Processed")) == 2
     assert len(inbound(db)) == 3
+    # a process that died between marking a mail deleted and expunging it: the next
+    # look expunges it (and leaves alone a mail someone else marked deleted)
+    dovecot.deliver(mail("help", 4))
+    dovecot.deliver(mail("help", 5))
+    assert take_once(deleting) == 2 and dovecot.messages() == {}
+    dovecot.deliver(mail("help", 6))
+    with dovecot.client() as client:
+        client.select_folder("INBOX")
+        [uid] = client.search(["ALL"])
+        client.add_flags([uid], [b"\\Deleted"])
+    dovecot.deliver(mail("help", 7))
+    before = len(inbound(db))
+    with db.transaction() as session:  # as if help 7 were stored before the crash
+        session.add(ImapMessage(mailbox=f"{USER}@localhost/INBOX",
+                                uidvalidity=validity(dovecot), uid=uid + 1, outcome="stored"))
+    with dovecot.client() as client:
+        client.select_folder("INBOX")
+        client.add_flags([uid + 1], [b"\\Deleted"])
+    assert take_once(deleting) == 0 and len(inbound(db)) == before
+    assert list(dovecot.messages()) == [uid]  # someone else's, still there
 
 
 def test_a_mail_over_the_size_limit_is_left_in_the_folder(
@@ -233,3 +253,8 @@ def status_of(settings: Settings) -> Result:
     env = {"PBMSERV_CONFIG": "", "PBMSERV_DATABASE_URL": settings.database_url,
            "PBMSERV_IMAP": settings.imap.url if settings.imap else "off"}
     return CliRunner().invoke(main, ["status"], env=env)
+
+
+def validity(server: Dovecot) -> int:
+    with server.client() as client:
+        return int(client.select_folder("INBOX")[b"UIDVALIDITY"])

@@ -354,6 +354,8 @@ class ImapIntake(threading.Thread):
         criteria: list[str] = ["NOT", "DELETED"]
         if self.settings.imap_done == "flag":
             criteria += ["UNKEYWORD", DONE_KEYWORD]
+        elif self.settings.imap_done == "delete":
+            self._expunge_left_over(client, uidvalidity)
         uids = sorted(int(u) for u in client.search(criteria))
         if not uids:
             return 0
@@ -366,6 +368,15 @@ class ImapIntake(threading.Thread):
         for chunk in _chunks([u for u in uids if u not in known], FETCH_BATCH):
             stored += self._take(client, uidvalidity, chunk)
         return stored
+
+    def _expunge_left_over(self, client: IMAPClient, uidvalidity: int) -> None:
+        """Expunge the stored mails marked deleted by a process that died before it
+        expunged them (no one else's: those stay as they are)."""
+        deleted = sorted(int(u) for u in client.search(["DELETED"]))
+        known = self._known(uidvalidity, deleted) if deleted else {}
+        mine = [u for u in deleted if known.get(u) == "stored"]
+        if mine:
+            self._expunge_uids(client, mine)
 
     def _take(self, client: IMAPClient, uidvalidity: int, uids: list[int]) -> int:
         limit = self.settings.max_message_size
