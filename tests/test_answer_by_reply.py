@@ -6,9 +6,12 @@ work through it, and a stale address gets a clear reply."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from email.utils import parseaddr
 
 from sqlalchemy import select
 
+from pbmserv.config import Settings
 from pbmserv.db.models import Board, Move, OutboxMessage
 from pbmserv.db.session import Database
 from tests.conftest import Mailer
@@ -231,3 +234,22 @@ def test_a_changed_request_number_is_refused(mailer: Mailer, db: Database) -> No
     out = bob_reply(mailer, forged, "accept")
     assert "did not give out" in flat(out[0].body)
     assert ply_and_request(db) == (0, "draw", False)
+
+
+def test_a_draw_accepted_by_reply_without_sub_addresses(db: Database,
+                                                        settings: Settings) -> None:
+    """``subaddressing = false``: the answer's token travels in the Reply-To's name and
+    the Subject; a reply to the plain address that kept only the Subject answers."""
+    mailer = Mailer(db, replace(settings, subaddressing=False))
+    start(mailer)
+    offer = to(mailer.send(f"{ALICE} propose", "Shall we call it a day?"), "bob@example.org")
+    assert offer.reply_to is not None
+    name, address = parseaddr(offer.reply_to)
+    assert address == "pbmserv@localhost"
+    assert re.fullmatch(r"pbmserv \[b[0-9]+u[0-9]+m1t0r[0-9]+-[a-z2-7]{16}\]", name)
+    assert offer.subject.endswith(name.removeprefix("pbmserv "))
+    out = mailer.send(f"Re: {offer.subject}", "accept\nFair enough.\n",
+                      sender="bob@example.org", To="pbmserv@localhost")
+    assert out[0].body.startswith("> (your reply) accept\nYou accepted the offer to end "
+                                  "Honeydonuts board 101: the game is over.\n")
+    assert ply_and_request(db)[2]
