@@ -21,8 +21,10 @@ LOCAL ?= pbmserv.local.toml
 PORT ?=
 WEB ?=
 
+# umask 077: its database, mail and logs are the owner's alone (they hold mail as it
+# came, and replies)
 run: $(STAMP)
-	@env $$(env | sed -n 's/^\(PBMSERV_[A-Za-z0-9_]*\)=.*/-u \1/p') \
+	@umask 077 && env $$(env | sed -n 's/^\(PBMSERV_[A-Za-z0-9_]*\)=.*/-u \1/p') \
 	    PBMSERV_CONFIG="$(wildcard $(LOCAL))" \
 	    $(BIN)/pbmserv serve $(if $(PORT),--smtp 127.0.0.1:$(PORT)) \
 	    $(if $(WEB),--web 127.0.0.1:$(WEB))

@@ -24,6 +24,8 @@ DEFAULT_ADDRESS = "pbmserv@localhost"
 DEFAULT_MAX_SIZE = 256 * 1024
 #: the longest reply to one mail, in bytes of text
 DEFAULT_MAX_REPLY = 64 * 1024
+#: processed mail is kept this many days
+DEFAULT_PURGE_DAYS = 30
 DEFAULT_SMTP = "127.0.0.1:2525"
 #: read when neither --config nor PBMSERV_CONFIG names a file
 DEFAULT_CONFIG = Path("/etc/pbmserv/pbmserv.toml")
@@ -85,6 +87,8 @@ class Settings:
     max_message_size: int = DEFAULT_MAX_SIZE
     #: the longest reply to a mail: what is beyond is left out, and the reply says so
     max_reply_size: int = DEFAULT_MAX_REPLY
+    #: processed mail (in and out) older than this many days is deleted (0: kept)
+    purge_days: int = DEFAULT_PURGE_DAYS
     #: where ``serve`` listens: SMTP (host:port, or None for no SMTP) and LMTP
     #: (host:port or the path of a Unix socket, or None)
     smtp: str | None = DEFAULT_SMTP
@@ -452,6 +456,8 @@ KEYS: dict[str, tuple[str, str]] = {
     "max_size": ("max_message_size", "largest message taken, in bytes"),
     "max_reply": ("max_reply_size", "longest reply to one mail, in bytes; the rest is left "
                                     "out, and the reply says so"),
+    "purge_days": ("purge_days", "processed mail, in and out, is deleted after this many "
+                                 "days by 'serve' itself (0: kept)"),
     "smtp": ("smtp", "where 'serve' listens for SMTP: host:port, or off"),
     "lmtp": ("lmtp", "where 'serve' listens for LMTP: host:port, a Unix socket's path, or off"),
     "lmtp_socket_mode": ("lmtp_socket_mode", "an LMTP Unix socket's mode, in octal"),
@@ -487,7 +493,8 @@ KEYS: dict[str, tuple[str, str]] = {
 }
 PARSERS: dict[str, Any] = {
     "database_url": _database_url, "address": _addresses, "name": _name, "relay": _relay,
-    "maildir": _path, "max_size": _size, "max_reply": _reply_size, "smtp": parse_listen,
+    "maildir": _path, "max_size": _size, "max_reply": _reply_size, "purge_days": _number,
+    "smtp": parse_listen,
     "lmtp": parse_listen, "lmtp_socket_mode": _mode, "lmtp_socket_group": _group,
     "workers": _number, "log_level": _level, "log_file": _optional_path, "syslog": _flag,
     "secret": _secret, "relay_password": _secret, "relay_password_file": _optional_path,

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import ColumnElement, delete, func, or_, select, text, update
+from sqlalchemy import ColumnElement, func, or_, select, text, update
 
 from pbmserv.commands.account import mail_reset_code
 from pbmserv.config import Settings, relay_url
 from pbmserv.db import migrate
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import ImapState, InboundMessage, OutboxMessage, PasswordReset
+from pbmserv.db.models import ImapState, InboundMessage, OutboxMessage
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus, OutboxStatus
@@ -38,6 +38,7 @@ from pbmserv.service.accounts import existing_user
 from pbmserv.service.boards import engine_of
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import GameService
+from pbmserv.timers import purge_mail
 
 #: mail stored this long ago and still not processed: nothing is processing it
 INBOX_LATE = timedelta(minutes=5)
@@ -178,11 +179,31 @@ def _writable(folder: Path) -> str | None:
     return None
 
 
+#: the fewest characters of a configured ``secret``, and of different ones among them
+SECRET_LENGTH = 32
+SECRET_KINDS = 10
+
+
+def _secret_check(secret: str | None) -> Check:
+    """Whether the key of move-by-reply addresses is long and random enough: anyone who
+    guesses it can move for any player."""
+    if secret is None:
+        return Check("secret", OK, "none set: the server made one and keeps it in the "
+                     "database")
+    if len(secret) < SECRET_LENGTH or len(set(secret)) < SECRET_KINDS:
+        return Check("secret", FAIL, f"too weak to sign move-by-reply addresses (anyone who "
+                     f"guesses it can move for any player): give at least {SECRET_LENGTH} "
+                     "random characters, for example the output of 'openssl rand -hex 32', "
+                     "or leave it empty for one the server makes")
+    return Check("secret", OK, f"{len(secret)} characters")
+
+
 def check_settings(settings: Settings) -> list[Check]:
     """One line per thing the settings need: the file, the database and its schema,
     the relay or the Maildir, the log file."""
     out = [Check("settings", OK, f"read from {settings.source}" if settings.source
                  else "no settings file: defaults and PBMSERV_* variables")]
+    out.append(_secret_check(settings.secret))
     db = Database(settings.database_url)
     try:
         try:
@@ -293,27 +314,9 @@ def purge(db: Database, older_than: timedelta, now: datetime | None = None) -> P
     """Delete processed mail (done or ignored) received, and outgoing mail (sent or
     discarded) made, before ``older_than`` ago; failed and waiting mail stays.  A
     purged mail's Message-ID is forgotten with it: were it delivered again, it would
-    be processed again."""
-    cutoff = (now or utcnow()) - older_than
-    old = (select(InboundMessage.id)
-           .where(InboundMessage.status.in_((InboundStatus.DONE, InboundStatus.IGNORED)),
-                  InboundMessage.received_at < cutoff))
-    with db.transaction() as session:
-        out = session.execute(
-            delete(OutboxMessage)
-            .where(OutboxMessage.status.in_((OutboxStatus.SENT, OutboxStatus.DISCARDED)),
-                   OutboxMessage.created_at < cutoff)
-            .execution_options(synchronize_session=False)).rowcount  # type: ignore[attr-defined]
-        # outgoing mail that stays forgets the purged mail it answered
-        session.execute(update(OutboxMessage)
-                        .where(OutboxMessage.inbound_id.in_(old.scalar_subquery()))
-                        .values(inbound_id=None)
-                        .execution_options(synchronize_session=False))
-        inbox = session.execute(
-            delete(InboundMessage).where(InboundMessage.id.in_(old.scalar_subquery()))
-            .execution_options(synchronize_session=False)).rowcount  # type: ignore[attr-defined]
-        session.execute(delete(PasswordReset).where(PasswordReset.expires_at < cutoff))
-    return Purged(int(inbox), int(out))
+    be processed again.  (``serve`` does this by itself, see ``timers.run_purge``.)"""
+    inbox, out = purge_mail(db, older_than, now)
+    return Purged(inbox, out)
 
 
 # -- the outbox ---------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Work done at its time: boards whose clock is due get their nag or lose on time,
-and players whose digest is due get it.
+players whose digest is due get it, and processed mail older than ``purge_days`` is
+deleted.
 
 Each batch is one transaction: the new state (a board's clock, a digest's starting
 point), its events and the mails commit together, so a crash between the decision
@@ -11,13 +12,20 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import Select, delete, func, select, update
 
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import BoardEvent, MailPrefs, User
+from pbmserv.db.models import (
+    BoardEvent,
+    InboundMessage,
+    MailPrefs,
+    OutboxMessage,
+    PasswordReset,
+    User,
+)
 from pbmserv.db.session import Database
-from pbmserv.db.status import DigestMode
+from pbmserv.db.status import DigestMode, InboundStatus, OutboxStatus
 from pbmserv.notifications import Notifier
 from pbmserv.notifications.digest import digest
 from pbmserv.notifications.outbox import queue_mail
@@ -135,3 +143,58 @@ def _digests_one_by_one(db: Database, settings: Settings, now: datetime | None) 
                 session.execute(update(MailPrefs).where(MailPrefs.user_id == user_id)
                                 .values(digest_next_at=when + RETRY_AFTER))
     return len(ids)
+
+
+#: rows deleted in one transaction by a purge (so it never holds the write lock long)
+PURGE_BATCH = 1000
+
+
+def purge_mail(db: Database, older_than: timedelta,
+               now: datetime | None = None) -> tuple[int, int]:
+    """Delete processed mail (done or ignored) received, and outgoing mail (sent or
+    discarded) made, before ``older_than`` ago, and reset codes expired by then;
+    failed and waiting mail stays.  Returns how many (incoming, outgoing) mails went.
+    A thousand rows a transaction."""
+    cutoff = (now or utcnow()) - older_than
+    old_in = (select(InboundMessage.id)
+              .where(InboundMessage.status.in_((InboundStatus.DONE, InboundStatus.IGNORED)),
+                     InboundMessage.received_at < cutoff)
+              .order_by(InboundMessage.id).limit(PURGE_BATCH))
+    old_out = (select(OutboxMessage.id)
+               .where(OutboxMessage.status.in_((OutboxStatus.SENT, OutboxStatus.DISCARDED)),
+                      OutboxMessage.created_at < cutoff)
+               .order_by(OutboxMessage.id).limit(PURGE_BATCH))
+    inbox = out = 0
+    while True:
+        with db.transaction() as session:
+            out_ids = list(session.scalars(old_out))
+            if out_ids:
+                session.execute(delete(OutboxMessage).where(OutboxMessage.id.in_(out_ids))
+                                .execution_options(synchronize_session=False))
+            in_ids = list(session.scalars(old_in))
+            if in_ids:
+                # outgoing mail that stays forgets the purged mail it answered
+                session.execute(update(OutboxMessage)
+                                .where(OutboxMessage.inbound_id.in_(in_ids))
+                                .values(inbound_id=None)
+                                .execution_options(synchronize_session=False))
+                session.execute(delete(InboundMessage).where(InboundMessage.id.in_(in_ids))
+                                .execution_options(synchronize_session=False))
+        inbox, out = inbox + len(in_ids), out + len(out_ids)
+        if len(in_ids) < PURGE_BATCH and len(out_ids) < PURGE_BATCH:
+            break
+    with db.transaction() as session:
+        session.execute(delete(PasswordReset).where(PasswordReset.expires_at < cutoff))
+    return inbox, out
+
+
+def run_purge(db: Database, settings: Settings, now: datetime | None = None) -> int:
+    """Delete the processed mail older than ``purge_days`` (none if it is 0); returns
+    how many mails (incoming and outgoing) went."""
+    if not settings.purge_days:
+        return 0
+    inbox, out = purge_mail(db, timedelta(days=settings.purge_days), now)
+    if inbox or out:
+        log.info("purge: %d incoming and %d outgoing mail(s) older than %d days deleted",
+                 inbox, out, settings.purge_days)
+    return inbox + out

@@ -24,11 +24,13 @@ from pbmserv.db.problems import describe, explain
 from pbmserv.db.session import Database
 from pbmserv.processing import process_pending
 from pbmserv.sender.delivery import Sender
-from pbmserv.timers import run_clocks, run_digests
+from pbmserv.timers import run_clocks, run_digests, run_purge
 
 log = logging.getLogger(__name__)
 #: how often the clock looks for due boards
 CLOCK_EVERY = 60.0
+#: how often processed mail older than ``purge_days`` is deleted
+PURGE_EVERY = 3600.0
 _PR_SET_PDEATHSIG = 1
 
 
@@ -77,6 +79,7 @@ class WorkLoop:
         self.sender = Sender(db, settings)
         self.stopping = threading.Event()
         self._next_clock = 0.0
+        self._next_purge = 0.0
 
     def once(self) -> tuple[int, int]:
         """One round: process a batch of stored mail, run the clock if due, send what
@@ -95,6 +98,12 @@ class WorkLoop:
                     job(self.db, self.settings)
                 except Exception as exc:
                     failures.append(exc)
+        if time.monotonic() >= self._next_purge:  # old processed mail, once an hour
+            self._next_purge = time.monotonic() + PURGE_EVERY
+            try:
+                run_purge(self.db, self.settings)
+            except Exception as exc:
+                failures.append(exc)
         try:  # whatever failed before, what is due is sent
             sent = self.sender.send_due()
         except Exception as exc:

@@ -131,6 +131,22 @@ def test_config_check(tmp_path: Path, db_url: str) -> None:
     assert f"FAIL relay        no SMTP answer from {relay}" in bad.output
     assert "FAIL schema       the database has no pbmserv tables yet: run 'pbmserv db upgrade'" \
         in bad.output
+    assert "ok   secret       none set: the server made one" in good.output
+
+
+def test_config_check_refuses_a_weak_secret(tmp_path: Path, db_url: str) -> None:
+    path = write(tmp_path, f'database_url = "{db_url}"\nmaildir = "{tmp_path / "mail"}"\n'
+                           'secret = "x"\n')
+    weak = run("--config", str(path), "config", "check")
+    assert weak.exit_code == 1
+    assert ("FAIL secret       too weak to sign move-by-reply addresses (anyone who guesses "
+            "it can move for any player): give at least 32 random characters") in weak.output
+    same = run("--config", str(path), "config", "check", env={"PBMSERV_SECRET": "a" * 40})
+    assert same.exit_code == 1 and "FAIL secret" in same.output  # long, but one letter
+    assert "a" * 40 not in same.output  # never shown
+    strong = run("--config", str(path), "config", "check",
+                 env={"PBMSERV_SECRET": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"})
+    assert strong.exit_code == 0 and "ok   secret       40 characters" in strong.output
 
 
 def test_config_show_says_where_each_value_came_from(tmp_path: Path) -> None:

@@ -40,7 +40,8 @@ def test_the_pipe_reads_the_settings_file_and_no_shell() -> None:
 def test_units_are_hardened(unit: str) -> None:
     text = (DEPLOY / unit).read_text()
     for line in ("ProtectSystem=strict", "NoNewPrivileges=yes", "PrivateTmp=yes",
-                 "RestartSec=", "User=pbmserv", "Environment=PBMSERV_CONFIG=/etc/pbmserv/"):
+                 "RestartSec=", "User=pbmserv", "Environment=PBMSERV_CONFIG=/etc/pbmserv/",
+                 "\nUMask=0077\n"):
         assert line in text, line
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
@@ -69,7 +70,7 @@ def test_logrotate_rotates_and_pbmserv_writes_the_new_file(tmp_path: Path) -> No
     if os.geteuid() != 0:
         pytest.skip("logrotate's 'su' needs root")
     text = (DEPLOY / "pbmserv.logrotate").read_text()
-    assert "/var/log/pbmserv/*.log {" in text and "create 0640 pbmserv pbmserv" in text
+    assert "/var/log/pbmserv/*.log {" in text and "create 0600 pbmserv pbmserv" in text
     folder = tmp_path / "logs"
     folder.mkdir()
     conf = tmp_path / "pbmserv.logrotate"

@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import smtplib
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -46,7 +47,7 @@ def test_make_run_stays_in_its_checkout(tmp_path: Path) -> None:
     with log.open("w") as out:
         proc = subprocess.Popen([str(MAKE), "-s", "run", f"PORT={port}"], cwd=checkout,
                                 env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=lambda: os.umask(0o022))
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -71,6 +72,9 @@ def test_make_run_stays_in_its_checkout(tmp_path: Path) -> None:
     assert reply["Subject"] == "pbmserv: welcome, alice"
     assert reply["From"] == "Local games <pbmserv@localhost>"  # pbmserv.local.toml
     assert (checkout / "pbmserv.sqlite3").is_file()
+    # what it writes is the owner's alone (umask 077), whatever the caller's umask was
+    for made in (checkout / "pbmserv.sqlite3", maildir, *(maildir / "new").iterdir()):
+        assert stat.S_IMODE(made.stat().st_mode) & 0o077 == 0, (made, oct(made.stat().st_mode))
     assert sorted(p.name for p in production.iterdir()) == ["pbmserv.toml"]  # untouched
     said = log.read_text()
     assert (f"taking mail by SMTP 127.0.0.1:{port} for pbmserv@localhost; replies go to "

@@ -174,7 +174,8 @@ def mail_reset_code(session: Session, settings: Settings, user: User, now: datet
                       expires=row.expires_at, requester=requester,
                       by_admin=requester is None)
         queue_mail(session, settings, to=user.email,
-                   subject=f"pbmserv: a code to reset {user.userid}'s password", body=body)
+                   subject=f"pbmserv: a code to reset {user.userid}'s password", body=body,
+                   secret=True)
     return code is not None, row
 
 

@@ -29,19 +29,21 @@ def new_message_id(settings: Settings) -> str:
 
 def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, body: str,
                inbound_id: int | None = None, in_reply_to: str | None = None,
-               reply_to: str | None = None, html: str | None = None) -> int:
+               reply_to: str | None = None, html: str | None = None,
+               secret: bool = False) -> int:
     """Queue one mail; returns its outbox id.  ``html``: the same mail as HTML, sent
     beside the text as multipart/alternative.  Where the mailbox has no sub-addresses
     (``subaddressing`` off), a ``pbmserv+TAG@host`` Reply-To becomes the plain address
     with ``[TAG]`` in its name, and the Subject carries ``[TAG]`` too: a reply keeps
-    one or the other."""
+    one or the other.  ``secret``: the body holds a live secret (a reset code): it is
+    blanked once the mail is sent."""
     if reply_to and not settings.subaddressing:
         reply_to, subject = _tag_outside_address(settings, reply_to, subject)
     now = utcnow()
     result = session.connection().execute(_INSERT, {
         "inbound_id": inbound_id, "created_at": now, "message_id": new_message_id(settings),
         "to_addr": to, "subject": subject[:MAX_SUBJECT], "body": body, "in_reply_to": in_reply_to,
-        "reply_to": reply_to, "html_body": html,
+        "reply_to": reply_to, "html_body": html, "blank_after_send": secret,
         "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now,
     })
     key = result.inserted_primary_key

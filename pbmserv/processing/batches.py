@@ -35,6 +35,7 @@ from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus
 from pbmserv.mail.parse import ParsedMail, parse_message
 from pbmserv.notifications.outbox import queue_mail
+from pbmserv.processing.at_rest import mask_raw
 from pbmserv.processing.mail import handle
 from pbmserv.render import render
 
@@ -60,6 +61,8 @@ class Stored:
     sender: str
     mail: ParsedMail | None
     error: str = ""
+    #: the mail as stored (its passwords are masked in the store once it has run)
+    raw: bytes = b""
 
 
 # every sender's unprocessed mails, numbered in the order they came
@@ -97,7 +100,7 @@ def _parsed(settings: Settings, rows: Sequence[Any]) -> list[Stored]:
     for row in rows:
         try:
             out.append(Stored(row.id, row.sender, parse_message(
-                row.raw, settings.addresses, row.envelope_from, is_command)))
+                row.raw, settings.addresses, row.envelope_from, is_command), raw=row.raw))
         except Exception:  # a bug in the parser: keep the mail; nobody known to tell
             out.append(Stored(row.id, row.sender, None, traceback.format_exc()))
     return out
@@ -149,6 +152,10 @@ class _MailFailed(Exception):
 _DONE = (update(InboundMessage).where(InboundMessage.id == bindparam("inbound_id"))
          .values(status=bindparam("status"), processed_at=bindparam("now"),
                  error=bindparam("error")))
+
+
+_MASKED = (update(InboundMessage).where(InboundMessage.id == bindparam("inbound_id"))
+           .values(raw=bindparam("raw")))
 
 
 def run_batch(db: Database, settings: Settings,
@@ -211,10 +218,14 @@ def _run_one(session: Session, settings: Settings, stored: Stored, now: object) 
     assert stored.mail is not None
     mail = stored.mail
     try:
-        status = handle(session, settings, stored.id, mail)
+        secrets: set[str] = set()
+        status = handle(session, settings, stored.id, mail, secrets)
         session.connection().execute(_DONE, {
             "inbound_id": stored.id, "status": status, "now": now,
             "error": mail.silent_reason or mail.refusal or None})
+        masked = mask_raw(stored.raw, secrets) if stored.raw else stored.raw
+        if masked != stored.raw:  # no password or code lies in the store
+            session.connection().execute(_MASKED, {"inbound_id": stored.id, "raw": masked})
         # what this mail loaded is of no use to the next: a session that grew with
         # the batch would make every flush look through all of it
         session.flush()

@@ -26,6 +26,7 @@ from pbmserv.mail.parse import ParsedMail
 from pbmserv.notifications import AnswerAsked, Notifier, answer_asked
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.notifications.views import board_summary
+from pbmserv.processing.at_rest import secret_words
 from pbmserv.render import render
 from pbmserv.service.accounts import has_account
 from pbmserv.service.boards import engine_of, player_of
@@ -253,8 +254,10 @@ def capped(sections: list[Section], cap: int) -> list[Section]:
 
 
 def handle(session: Session, settings: Settings, inbound_id: int,
-           mail: ParsedMail) -> InboundStatus:
-    """Run one parsed mail (inside the caller's transaction); returns its new status."""
+           mail: ParsedMail, secrets: set[str] | None = None) -> InboundStatus:
+    """Run one parsed mail (inside the caller's transaction); returns its new status.
+    ``secrets`` gets the passwords and codes the mail held (to mask in its stored
+    copy)."""
     if mail.silent_reason:
         log.info("message %s ignored: %s", inbound_id, mail.silent_reason)
         return InboundStatus.IGNORED
@@ -270,6 +273,8 @@ def handle(session: Session, settings: Settings, inbound_id: int,
         sections = [run_reply(ctx, mail.reply_tag, mail.reply_move)]
     else:
         sections = [run_line(ctx, line) for line in mail.commands]
+    if secrets is not None:
+        secrets.update(ctx.passwords, secret_words(mail.commands))
     if mail.board_reply is not None and not sections:
         sections = [board_reply_section(ctx, *mail.board_reply,
                                         by_reply=mail.reply_tag is not None)]

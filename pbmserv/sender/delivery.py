@@ -29,7 +29,7 @@ from datetime import timedelta
 from itertools import count
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session
 
 from pbmserv.config import Relay, Settings
@@ -69,9 +69,17 @@ def backoff_seconds(attempts: int) -> int:
     return int(min(30 * 2 ** max(attempts - 1, 0), MAX_BACKOFF))
 
 
+#: what is kept of a sent mail that held a live secret (a reset code)
+BLANKED = "(blanked once sent: it held a one-time code)"
+
+
 def _sent() -> dict[str, Any]:
+    """A sent mail; one whose body held a live secret keeps no copy of it."""
     return {"status": OutboxStatus.SENT, "sent_at": utcnow(), "last_error": None,
-            "leased_by": None}
+            "leased_by": None,
+            "body": case((OutboxMessage.blank_after_send, BLANKED), else_=OutboxMessage.body),
+            "html_body": case((OutboxMessage.blank_after_send, None),
+                              else_=OutboxMessage.html_body)}
 
 
 def _deferred(row: OutboxMessage, error: str) -> dict[str, Any]:
