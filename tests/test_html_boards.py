@@ -11,7 +11,8 @@ from markupsafe import Markup
 
 from pbmserv.db.session import Database
 from pbmserv.games import ENGINES, AnyEngine, get_engine
-from pbmserv.notifications.drawing import contents, diagram_html, squares
+from pbmserv.notifications import drawing
+from pbmserv.notifications.drawing import HexCells, contents, diagram_html, squares
 from pbmserv.notifications.views import board_summary, board_summary_html
 from pbmserv.render import html_mail, inline_css, render_html
 from pbmserv.service.boards import load_board
@@ -103,7 +104,7 @@ def test_tall_stacks_are_drawn_whole_and_compared_whole() -> None:
               "tall": [{"mark": "[1]", "name": "a1", "stack": "wwbb"}]}
     marks = squares(view, before)
     assert [s.touched for s in marks[0]] == [True, False]
-    html = render_html("boards/exnihilo.html.j2", view=view, squares=marks)
+    html = render_html("boards/exnihilo.html.j2", view=view, squares=marks, cells=HexCells())
     # drawn top piece first: w b b w w
     assert re.findall(r'<span class="pc (wh|bk)">', html)[:5] == ["wh", "bk", "bk", "wh", "wh"]
     assert 'title="a1: White, White, Black, Black, White (bottom first)"' in html
@@ -159,3 +160,28 @@ def test_a_new_board_has_no_moves_and_nothing_marked(mailer: Mailer, db: Databas
     with db.reading() as session:
         html = board_summary_html(session, e, load_board(session, e, 101))
     assert "No moves yet." in html and " touched" not in html
+
+
+@pytest.mark.parametrize("name", ["honeydonuts", "hexamoeba", "exnihilo"])
+def test_hex_cells_kept_from_other_boards_draw_the_board_as_drawn_afresh(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    e = engine(name)
+    boards = [played(e, plies, seed) for plies in (0, 1, 5, 12) for seed in (1, 2)]
+    # drawn with nothing kept: every cell drawn by the template for this board alone
+    fresh = []
+    for pos, before in boards:
+        monkeypatch.setattr(drawing, "_CELLS", HexCells())
+        fresh.append(str(diagram_html(e, pos, before)))
+    # drawn one after the other (and again), the cells of the earlier boards kept
+    monkeypatch.setattr(drawing, "_CELLS", HexCells())
+    for _ in range(2):
+        assert [str(diagram_html(e, pos, before)) for pos, before in boards] == fresh
+    # a few cells kept at most: forgotten as the limit is reached, the same drawing
+    monkeypatch.setattr(HexCells, "LIMIT", 7)
+    few = HexCells()
+    monkeypatch.setattr(drawing, "_CELLS", few)
+    assert [str(diagram_html(e, pos, before)) for pos, before in boards] == fresh
+    assert 0 < len(few._drawn) <= 7
+    # a stack's cell is its own: a touched cell and an untouched one differ
+    touched = [html.count(" touched") for html in fresh]
+    assert touched[0] == 0 and max(touched) > 0

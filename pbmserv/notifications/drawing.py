@@ -11,6 +11,7 @@ a cell a move passed over without changing it is not marked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,39 @@ def squares(view: dict[str, Any], before: dict[str, Any] | None) -> list[list[Sq
             for r, row in enumerate(now)]
 
 
+class HexCells:
+    """The cells of a hex board's row as the template's ``hexcell`` macro draws them,
+    each drawn once and kept (a board changes a cell or two a move, and every board of
+    a game draws the same cells): the board's template asks for a row at a time.
+
+    A cell is known by its game, name, content, mark and whether stacks are drawn:
+    the pieces it is drawn with are the game template's own, the same every time."""
+
+    #: cells kept, at most (a cell is some 200 bytes); all are forgotten beyond it
+    LIMIT = 50_000
+
+    def __init__(self) -> None:
+        self._drawn: dict[tuple[str, str, str, bool, bool], Markup] = {}
+
+    def row(self, game: str, row: dict[str, Any], squares: list[Square],
+            pieces: dict[str, Any], stacked: bool, draw: Callable[..., str]) -> list[Markup]:
+        drawn = self._drawn
+        out = []
+        for number, square in zip(row["numbers"], squares, strict=True):
+            key = (game, row["letter"] + number, square.content, square.touched, stacked)
+            cell = drawn.get(key)
+            if cell is None:
+                if len(drawn) >= self.LIMIT:
+                    drawn.clear()
+                cell = drawn[key] = Markup(draw(key[1], square.content, square.touched,
+                                                pieces, stacked))
+            out.append(cell)
+        return out
+
+
+_CELLS = HexCells()
+
+
 def html_template(engine: AnyEngine) -> str:
     return f"boards/{engine.name}.html.j2"
 
@@ -65,7 +99,8 @@ def diagram_html(engine: AnyEngine, position: Any, before: Any = None) -> Markup
     before the last move), the cells that move changed are marked."""
     view = engine.view(position)
     old = None if before is None else engine.view(before)
-    return render_html(html_template(engine), view=view, squares=squares(view, old))
+    return render_html(html_template(engine), view=view, squares=squares(view, old),
+                       cells=_CELLS)
 
 
 def positions_around(session: Session, engine: AnyEngine, board: Board,
