@@ -53,7 +53,7 @@ def make_boards(db: Database, game: str, count: int) -> float:
     engine = get_engine(game)
     assert engine is not None
     with db.transaction() as session:
-        users = [open_account(session, f"p{i}", f"pw{i}", f"p{i}@bench.example")
+        users = [open_account(session, f"p{i}", f"pw{i}-bench", f"p{i}@bench.example")
                  for i in range(PLAYERS)]
         ids = [u.id for u in users]
     start = time.monotonic()
@@ -90,7 +90,7 @@ def first_moves(boards: list[int], rng: random.Random) -> list[bytes]:
         pos = engine.new()
         move = engine.format_move(pos, rng.choice(engine.legal_moves(pos)))
         user = f"p{(2 * (number - 101)) % PLAYERS}"
-        out.append(make_mail(f"honeydonuts move {number} {user} pw{user[1:]} {move}#1",
+        out.append(make_mail(f"honeydonuts move {number} {user} pw{user[1:]}-bench {move}#1",
                              sender=f"{user}@bench.example"))
     return out
 
@@ -112,7 +112,7 @@ def shuffle_mails(number: int, first_ply: int, count: int) -> list[bytes]:
     for ply in range(first_ply, first_ply + count):
         seat = ply % 2
         user = f"p{(2 * (number - 101) + seat) % PLAYERS}"
-        out.append(make_mail(f"amoeba move {number} {user} pw{user[1:]} "
+        out.append(make_mail(f"amoeba move {number} {user} pw{user[1:]}-bench "
                              f"{SHUFFLE[ply % 4]}#{ply + 1}", sender=f"{user}@bench.example"))
     return out
 

@@ -52,7 +52,7 @@ def engine(name: str) -> AnyEngine:
 def make_players(db: Database) -> None:
     with db.transaction(lazy=True) as session:
         for i in range(PLAYERS):
-            open_account(session, f"p{i}", f"pw{i}", f"p{i}@bench.example")
+            open_account(session, f"p{i}", f"pw{i}-bench", f"p{i}@bench.example")
 
 
 def make_boards(db: Database, count: int) -> None:
