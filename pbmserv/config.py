@@ -128,6 +128,15 @@ class Settings:
     #: whether mail for ``user+tag@`` reaches the mailbox: move-by-reply addresses use
     #: it; without, the tag travels in the Reply-To's name and the Subject
     subaddressing: bool = True
+    #: who is told when something needs a person (None: postmaster@ the game domain)
+    admin: str | None = None
+    #: the hour (UTC) of a daily report to the administrator; None: no report
+    daily_report: int | None = None
+    #: bounces within ``bounce_days`` after which an address is no longer mailed
+    bounce_threshold: int = 3
+    bounce_days: int = 7
+    #: where the web pages are seen from outside (https://games.example.org), if they are
+    web_url: str | None = None
     #: the settings file these settings were read from, if any
     source: Path | None = None
     #: where each key's value came from, when not the default: (key, FILE or ENVIRONMENT
@@ -141,6 +150,11 @@ class Settings:
     @property
     def domain(self) -> str:
         return self.address.rpartition("@")[2] or "localhost"
+
+    @property
+    def admin_address(self) -> str:
+        """Where alerts and reports go: the setting, else the game domain's postmaster."""
+        return self.admin or f"postmaster@{self.domain}"
 
     @classmethod
     def load(cls, config: Path | str | None = None,
@@ -437,6 +451,36 @@ def _secret(raw: Any) -> str | None:
     return _text(raw) or None
 
 
+def _one_address(raw: Any) -> str | None:
+    text = _text(raw)
+    return _addresses(text)[0] if text else None
+
+
+def _hour(raw: Any) -> int | None:
+    if isinstance(raw, str) and _text(raw).lower() in OFF_WORDS:
+        return None
+    value = _number(raw)
+    if value > 23:
+        raise ValueError("an hour from 0 to 23 (UTC), or off")
+    return value
+
+
+def _at_least_one(raw: Any) -> int:
+    value = _number(raw)
+    if value < 1:
+        raise ValueError("must be at least 1")
+    return value
+
+
+def _url(raw: Any) -> str | None:
+    text = _text(raw).rstrip("/")
+    if not text:
+        return None
+    if not text.startswith(("https://", "http://")) or " " in text:
+        raise ValueError("write the address of the web pages, like https://games.example.org")
+    return text
+
+
 def _name(raw: Any) -> str:
     text = _text(raw)
     if not text or "\n" in text:
@@ -490,6 +534,15 @@ KEYS: dict[str, tuple[str, str]] = {
     "subaddressing": ("subaddressing", "whether mail for user+tag@ reaches the mailbox (false: "
                                        "move-by-reply tags go in the Reply-To's name and the "
                                        "Subject)"),
+    "admin_address": ("admin", "who is mailed when something needs a person (empty: "
+                               "postmaster@ the game domain)"),
+    "daily_report": ("daily_report", "the hour (UTC, 0-23) of a daily report mail to the "
+                                     "administrator, or off"),
+    "bounce_threshold": ("bounce_threshold", "bounces within bounce_days after which an "
+                                             "address is no longer mailed"),
+    "bounce_days": ("bounce_days", "the days over which bounces are counted"),
+    "web_url": ("web_url", "where the web pages are seen from outside (https://...), for "
+                           "the one-click unsubscribe link; empty: none"),
 }
 PARSERS: dict[str, Any] = {
     "database_url": _database_url, "address": _addresses, "name": _name, "relay": _relay,
@@ -502,6 +555,8 @@ PARSERS: dict[str, Any] = {
     "imap_password": _secret, "imap_password_file": _optional_path,
     "imap_ca_file": _optional_path, "imap_verify": _flag, "imap_poll": _seconds,
     "imap_done": _imap_done, "subaddressing": _flag,
+    "admin_address": _one_address, "daily_report": _hour,
+    "bounce_threshold": _at_least_one, "bounce_days": _at_least_one, "web_url": _url,
 }
 #: settings shown as *** by ``config show``
 SECRET_KEYS = ("secret", "relay_password", "imap_password")
@@ -547,7 +602,7 @@ def as_toml(settings: Settings) -> str:
         elif key == "lmtp_socket_mode":
             value = f"{value:04o}"
         elif value is None:
-            value = "off" if key in ("smtp", "lmtp") else ""
+            value = "off" if key in ("smtp", "lmtp", "daily_report") else ""
         lines += [f"# {meaning} ({env_name(key)})",
                   f"{key} = {_toml(value)}  # {settings.origin(key)}"]
     return "\n".join(lines) + "\n"

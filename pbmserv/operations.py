@@ -25,7 +25,7 @@ from pbmserv.db.base import utcnow
 from pbmserv.db.models import ImapState, InboundMessage, OutboxMessage
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
-from pbmserv.db.status import InboundStatus, OutboxStatus
+from pbmserv.db.status import AlertKind, InboundStatus, OutboxStatus
 from pbmserv.intake.imap import check_mailbox
 from pbmserv.notifications import Notifier
 from pbmserv.notifications.views import board_summary
@@ -33,17 +33,22 @@ from pbmserv.processing import process_message
 from pbmserv.sender.delivery import Sender
 from pbmserv.sender.relay import RelayConnection, RelayDown
 from pbmserv.sender.relay import check as check_relay
-from pbmserv.service import admin
+from pbmserv.service import admin, incidents
 from pbmserv.service.accounts import existing_user
 from pbmserv.service.boards import engine_of
+from pbmserv.service.bounces import problem_counts
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import GameService
 from pbmserv.timers import purge_mail
 
 #: mail stored this long ago and still not processed: nothing is processing it
-INBOX_LATE = timedelta(minutes=5)
+INBOX_LATE = incidents.INBOX_LATE
 #: outgoing mail due this long ago and still not sent: nothing is sending it
-OUTBOX_LATE = timedelta(minutes=15)
+OUTBOX_LATE = incidents.OUTBOX_LATE
+#: ``pbmserv status`` exits with these: the server is down (or its database, or mail
+#: is not moving), or it runs but something waits for a person
+EXIT_DOWN = 1
+EXIT_ATTENTION = 3
 
 
 # -- status -------------------------------------------------------------------------------
@@ -68,6 +73,10 @@ class Status:
     failed_out: int = 0
     #: what is wrong, in words; none: healthy
     problems: list[str] = field(default_factory=list)
+    #: what waits for a person (the server itself runs), in words
+    attention: list[str] = field(default_factory=list)
+    #: addresses no longer mailed because they bounce
+    suspended: int = 0
     #: whether the database answered, and whether the queues were counted
     reachable: bool = True
     counted: bool = False
@@ -79,6 +88,12 @@ class Status:
     @property
     def healthy(self) -> bool:
         return not self.problems
+
+    @property
+    def exit_code(self) -> int:
+        """0: all well; EXIT_DOWN: unhealthy; EXIT_ATTENTION: healthy, but something
+        needs a person."""
+        return EXIT_DOWN if self.problems else EXIT_ATTENTION if self.attention else 0
 
 
 def _age(now: datetime, then: datetime | None) -> timedelta | None:
@@ -92,8 +107,8 @@ def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta =
     this code's, stored mail waits longer than ``inbox_late``, outgoing mail is due
     for longer than ``outbox_late`` or ``serve`` cannot read the IMAP ``mailbox``
     (user@host/folder).  Mail held back by a ``daily_send_limit`` that is reached is
-    waiting by design, not overdue.  Failed mail is counted, not held against it: it
-    needs a person, not a restart."""
+    waiting by design, not overdue.  Failed mail and a bounce storm are not held against it: they
+    need a person, not a restart (``attention``)."""
     now = now or utcnow()
     head = migrate.head()
     try:
@@ -120,6 +135,9 @@ def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta =
             OutboxMessage.next_attempt_at < now - outbox_late))
         failed_out = session.scalar(select(func.count()).select_from(OutboxMessage)
                                     .where(OutboxMessage.status == OutboxStatus.FAILED))
+        counts = problem_counts(session, now)
+        storms = [a for a in incidents.open_alerts(session)
+                  if a.kind == AlertKind.BOUNCE_STORM]
         imap = None if mailbox is None else session.get(ImapState, mailbox)
         sent_today = 0 if not daily_send_limit else session.scalar(
             select(func.count()).select_from(OutboxMessage).where(
@@ -140,7 +158,17 @@ def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta =
         sending = f"{sent_today} of daily_send_limit {daily_send_limit} sent in the last 24 hours"
     result = Status(revision, head, waiting, _age(now, oldest_in), failed_in or 0, pending,
                     _age(now, oldest_out), overdue or 0, failed_out or 0, counted=True,
-                    imap=imap_text, sending=sending)
+                    imap=imap_text, sending=sending, suspended=counts.suspended)
+    if failed_in:
+        result.attention.append(f"{failed_in} incoming mail(s) failed: 'pbmserv inbox list "
+                                "--status failed', then 'pbmserv inbox replay --all-failed'")
+    if failed_out:
+        result.attention.append(f"{failed_out} outgoing mail(s) refused for good: 'pbmserv "
+                                "outbox list --status failed', then 'pbmserv outbox retry "
+                                "--all' or 'pbmserv outbox discard ID'")
+    for storm in storms:
+        result.attention.append(f"a bounce storm since {storm.opened_at:%Y-%m-%d %H:%M} UTC "
+                                f"({storm.count} bounces): 'pbmserv users bounces'")
     if result.oldest_waiting is not None and result.oldest_waiting > inbox_late:
         result.problems.append(
             f"stored mail is not being processed: the oldest waits since "

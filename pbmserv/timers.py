@@ -1,6 +1,7 @@
 """Work done at its time: boards whose clock is due get their nag or lose on time,
-players whose digest is due get it, and processed mail older than ``purge_days`` is
-deleted.
+players whose digest is due get it, processed mail older than ``purge_days`` is
+deleted, and the administrator gets the mails the incidents call for (and the daily
+report).
 
 Each batch is one transaction: the new state (a board's clock, a digest's starting
 point), its events and the mails commit together, so a crash between the decision
@@ -27,7 +28,9 @@ from pbmserv.db.models import (
 from pbmserv.db.session import Database
 from pbmserv.db.status import DigestMode, InboundStatus, OutboxStatus
 from pbmserv.notifications import Notifier
+from pbmserv.notifications.alerts import mail_alerts
 from pbmserv.notifications.digest import digest
+from pbmserv.notifications.lists import DIGEST, list_fields
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.service.games import GameService
 from pbmserv.service.mail_prefs import next_digest
@@ -122,7 +125,8 @@ def _digest_batch(db: Database, settings: Settings, now: datetime | None,
             mail = None if user is None or user.closed_at else digest(
                 session, user, prefs.digest_event_id, upto)
             if user is not None and mail is not None:
-                queue_mail(session, settings, to=user.email, subject=mail[0], body=mail[1])
+                queue_mail(session, settings, to=user.email, subject=mail[0], body=mail[1],
+                           listed=list_fields(session, settings, DIGEST, user))
             prefs.digest_event_id = upto
             prefs.digest_next_at = next_digest(prefs.digest, prefs.digest_hour, when)
     return len(due)
@@ -198,3 +202,10 @@ def run_purge(db: Database, settings: Settings, now: datetime | None = None) -> 
         log.info("purge: %d incoming and %d outgoing mail(s) older than %d days deleted",
                  inbox, out, settings.purge_days)
     return inbox + out
+
+
+def run_alerts(db: Database, settings: Settings, now: datetime | None = None) -> int:
+    """Look for late queues, mail the administrator what the incidents call for;
+    returns how many mails were queued."""
+    with db.transaction() as session:
+        return mail_alerts(session, settings, now or utcnow())

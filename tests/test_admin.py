@@ -255,10 +255,16 @@ def test_status_tells_the_truth(mailer: Mailer, settings: Settings, db: Database
     assert lines[2] == "outbox   1 pending (oldest 1 hour), 1 overdue, 0 failed"
     assert lines[3].startswith("problem  stored mail is not being processed")
     assert lines[4].startswith("problem  outgoing mail is not going out: 1 mail(s) due")
-    assert lines[5].startswith("note     failed mail waits for you")
+    assert lines[5] == ("attend   1 incoming mail(s) failed: 'pbmserv inbox list --status "
+                        "failed', then 'pbmserv inbox replay --all-failed'")
     assert lines[-1] == "health   UNHEALTHY"
+    # running, but the failed mail waits for a person: exit 3, not 1 ("down")
     relaxed = cli(settings, "status", "--inbox-late", "3600", "--outbox-late", "7200")
-    assert relaxed.exit_code == 0
+    assert relaxed.exit_code == 3
+    assert relaxed.output.splitlines()[-1] == "health   ok, but needs you"
+    assert cli(settings, "status", "--inbox-late", "3600", "--outbox-late", "7200",
+               "--down-only").exit_code == 0
+    assert cli(settings, "status", "--down-only").exit_code == 1
 
 
 def test_status_of_a_database_that_is_down_or_behind(settings: Settings, tmp_path: object

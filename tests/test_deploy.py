@@ -58,7 +58,7 @@ def test_the_image_has_a_healthcheck_and_a_writable_volume() -> None:
     text = (DEPLOY / "Dockerfile").read_text()
     base = re.search(r"^FROM (\S+)", text, re.MULTILINE)
     assert base is not None and re.fullmatch(r"python:3\.11\.\d+-slim-\w+", base.group(1))
-    assert 'CMD ["pbmserv", "status"]' in text
+    assert 'CMD ["pbmserv", "status", "--down-only"]' in text
     made = text.index("install -d -o pbmserv -g pbmserv")
     assert made < text.index("VOLUME /var/lib/pbmserv") < text.index("USER pbmserv")
 

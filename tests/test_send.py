@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -87,7 +88,9 @@ def test_relay_delivery(db: Database, settings: Settings, relay: tuple[Sink, int
     rid = queue(db, settings)
     assert Sender(db, replace(settings, relay=("127.0.0.1", port))).send_due() == 1
     assert [e.rcpt_tos for e in sink.received] == [["bob@example.org"]]
-    assert sink.received[0].mail_from == "pbmserv@localhost"
+    # the envelope sender is the mail's own bounce address (VERP)
+    assert re.fullmatch(rf"pbmserv\+bounce-o{rid}-[a-z2-7]{{16}}@localhost",
+                        sink.received[0].mail_from or "")
     assert row(db, rid).status == "sent"
 
 
@@ -158,13 +161,14 @@ def test_temporary_refusal_backs_off_that_mail_only(db: Database, settings: Sett
     assert row(db, now).status == "sent" and len(sink.received) == 1
 
 
-def test_permanent_refusal_is_marked_failed(db: Database, settings: Settings,
-                                            relay: tuple[Sink, int]) -> None:
+def test_permanent_refusal_of_the_address_is_a_bounce(db: Database, settings: Settings,
+                                                      relay: tuple[Sink, int]) -> None:
     _, port = relay
     rid = queue(db, settings, to="x@refused.example")
     Sender(db, replace(settings, relay=("127.0.0.1", port))).send_due()
     failed = row(db, rid)
-    assert failed.status == "failed" and "550" in (failed.last_error or "")
+    # the relay's answer as text, not a Python bytes repr
+    assert failed.status == "bounced" and failed.last_error == "550 5.1.1 no such user"
 
 
 def test_backoff_grows_and_is_capped() -> None:

@@ -5,6 +5,7 @@ from pbmserv.cli import (
     accounts,
     boards,
     bots,
+    bounces,
     database,
     health,
     mail,
@@ -15,5 +16,5 @@ from pbmserv.cli import (
 )
 from pbmserv.cli.app import EX_TEMPFAIL, EX_UNAVAILABLE, main
 
-__all__ = ["EX_TEMPFAIL", "EX_UNAVAILABLE", "accounts", "boards", "bots", "database", "health",
-           "mail", "main", "queues", "records", "rules", "web"]
+__all__ = ["EX_TEMPFAIL", "EX_UNAVAILABLE", "accounts", "boards", "bots", "bounces",
+           "database", "health", "mail", "main", "queues", "records", "rules", "web"]

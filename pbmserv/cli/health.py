@@ -24,10 +24,14 @@ def _age(age: timedelta | None) -> str:
 @click.option("--outbox-late", default=int(operations.OUTBOX_LATE.total_seconds()),
               show_default=True, metavar="SECONDS",
               help="Unhealthy if outgoing mail is due for longer than this.")
+@click.option("--down-only", is_flag=True,
+              help="Exit 0 when the server runs, even if something needs a person (for "
+                   "container healthchecks).")
 @pass_settings
-def status(settings: Settings, inbox_late: int, outbox_late: int) -> None:
-    """Queues, ages, failed mail and the schema; exit 1 when unhealthy (for
-    monitoring and container healthchecks)."""
+def status(settings: Settings, inbox_late: int, outbox_late: int, down_only: bool) -> None:
+    """Queues, ages, failed mail, bounces and the schema. Exit 1 when the server is
+    down or mail is not moving; exit 3 when it runs but something needs a person
+    (failed mail, a bounce storm); 0 when all is well."""
     try:
         db = database(settings, any_schema=True)
     except Exception as exc:
@@ -49,18 +53,22 @@ def status(settings: Settings, inbox_late: int, outbox_late: int) -> None:
                    f"{s.failed_in} failed")
         click.echo(f"outbox   {s.pending} pending (oldest {_age(s.oldest_pending)}), "
                    f"{s.overdue} overdue, {s.failed_out} failed")
+        if s.suspended:
+            click.echo(f"bounces  {s.suspended} address(es) no longer mailed "
+                       "('pbmserv users bounces')")
     if s.sending:
         click.echo(f"sending  {s.sending}")
     if s.imap:
         click.echo(f"imap     {s.imap}")
     for problem in s.problems:
         click.echo(f"problem  {problem}")
-    if s.failed_in or s.failed_out:
-        click.echo("note     failed mail waits for you: 'pbmserv inbox list --status failed', "
-                   "'pbmserv outbox list --status failed'")
-    click.echo("health   " + ("ok" if s.healthy else "UNHEALTHY"))
-    if not s.healthy:
-        raise SystemExit(1)
+    for item in s.attention:
+        click.echo(f"attend   {item}")
+    click.echo("health   " + ("UNHEALTHY" if not s.healthy
+                              else "ok, but needs you" if s.attention else "ok"))
+    code = 0 if down_only and s.healthy else s.exit_code
+    if code:
+        raise SystemExit(code)
 
 
 @main.group("config")

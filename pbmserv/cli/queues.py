@@ -11,6 +11,7 @@ from pbmserv import operations
 from pbmserv.cli.app import database, main, pass_settings
 from pbmserv.config import Settings
 from pbmserv.db.models import InboundMessage, OutboxMessage
+from pbmserv.db.problems import reason_line
 from pbmserv.db.status import InboundStatus, OutboxStatus
 from pbmserv.logs import audit
 
@@ -39,9 +40,9 @@ def inbox_list(settings: Settings, status: str | None, address: str | None,
             query = query.where(or_(func.lower(InboundMessage.sender) == wanted,
                                     func.lower(InboundMessage.envelope_from) == wanted))
         for m in session.scalars(query):
-            error = (m.error or "").strip().splitlines()[-1:]
+            reason = reason_line(m.error)  # the cause, not the end of a traceback
             click.echo(f"{m.id:6} {m.status:8} {m.received_at:%Y-%m-%d %H:%M} "
-                       f"{m.envelope_from or '-'}" + (f"  [{error[0][:100]}]" if error else ""))
+                       f"{m.envelope_from or '-'}" + (f"  [{reason[:200]}]" if reason else ""))
 
 
 @inbox.command("show")
@@ -113,8 +114,9 @@ def outbox_list(settings: Settings, status: str, address: str | None, limit: int
         query = query.where(func.lower(OutboxMessage.to_addr) == address.strip().lower())
     with database(settings).reading() as session:
         for m in session.scalars(query):
+            error = " ".join((m.last_error or "").split())[:300]
             click.echo(f"{m.id:6} {m.status:8} tries={m.attempts} {m.to_addr}  {m.subject}"
-                       + (f"  [{m.last_error}]" if m.last_error else ""))
+                       + (f"  [{error}]" if error else ""))
 
 
 @outbox.command("show")

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from pbmserv.db.base import Base, utcnow
 from pbmserv.db.status import (
+    AlertKind,
     BoardStatus,
     DigestMode,
     InboundStatus,
@@ -317,6 +318,10 @@ class OutboxMessage(Base):
     leased_by: Mapped[str | None] = mapped_column(String(64), default=None)
     #: the body holds a live secret (a reset code): blanked once the mail is sent
     blank_after_send: Mapped[bool] = mapped_column(default=False)
+    #: a mail people subscribe to (a spectator's, a result notice, a digest): its
+    #: List-Id, and the tag of the address that unsubscribes its reader
+    list_id: Mapped[str | None] = mapped_column(String(255), default=None)
+    unsubscribe: Mapped[str | None] = mapped_column(String(200), default=None)
 
 
 class AuthThrottle(Base):
@@ -507,3 +512,62 @@ class ImapState(Base):
     checked_at: Mapped[datetime] = mapped_column(default=utcnow)
     #: whether it waits with IDLE (else it polls)
     idle: Mapped[bool] = mapped_column(default=False)
+class Alert(Base):
+    """Something the administrator is told of: one row (and one mail) per incident,
+    however often it happens while it lasts (see pbmserv.service.incidents)."""
+
+    __tablename__ = "alerts"
+    __table_args__ = (Index("ix_alerts_kind_closed_at", "kind", "closed_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[AlertKind] = mapped_column(StrEnumType(AlertKind, 32))
+    opened_at: Mapped[datetime]
+    #: the last time it happened (or was seen to last)
+    last_at: Mapped[datetime]
+    #: how many times it happened
+    count: Mapped[int] = mapped_column(default=1)
+    #: what happened, the first time and the last, in one line each
+    first_detail: Mapped[str] = mapped_column(Text)
+    last_detail: Mapped[str] = mapped_column(Text)
+    #: the first few things it concerns (message or outbox numbers), space-separated
+    items: Mapped[str] = mapped_column(String(200), default="")
+    #: when the administrator was mailed about it (None: not yet)
+    mailed_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: the count the last mail told of
+    mailed_count: Mapped[int] = mapped_column(default=0)
+    #: over: quiet for a while (a new occurrence opens a new incident)
+    closed_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class Bounce(Base):
+    """A mail of ours that did not reach its address: a bounce (a DSN) that came back,
+    or the relay's 5xx for the address."""
+
+    __tablename__ = "bounces"
+    __table_args__ = (Index("ix_bounces_address_at", "address", "at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    address: Mapped[str] = mapped_column(String(320))
+    at: Mapped[datetime] = mapped_column(index=True)
+    #: the outgoing mail that bounced, if known (a mail is counted once)
+    outbox_id: Mapped[int | None] = mapped_column(default=None, index=True)
+    #: the stored bounce, if it came by mail
+    inbound_id: Mapped[int | None] = mapped_column(default=None)
+    #: "dsn" (a bounce that came back) or "relay" (the relay's 5xx)
+    source: Mapped[str] = mapped_column(String(16))
+    #: the enhanced status code (5.1.1), if known
+    status: Mapped[str] = mapped_column(String(16), default="")
+    detail: Mapped[str] = mapped_column(Text, default="")
+
+
+class MailSuspension(Base):
+    """An address that bounced too often: the server sends it nothing until its owner
+    mails the server from it again (or the administrator clears it)."""
+
+    __tablename__ = "mail_suspensions"
+
+    address: Mapped[str] = mapped_column(String(320), primary_key=True)
+    since: Mapped[datetime]
+    #: the bounces counted when it was suspended, and the last one's reason
+    score: Mapped[int]
+    reason: Mapped[str] = mapped_column(Text, default="")

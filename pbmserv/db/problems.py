@@ -116,3 +116,24 @@ def describe(exc: BaseException, database_url: str | None = None) -> str:
         return known
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {first[:300]}" if first else type(exc).__name__
+
+
+_NOT_THE_CAUSE = re.compile(r"^\s|^\(Background on this error at|^\[(?:SQL|parameters):|"
+                            r"^During handling|^The above exception|^Traceback|^\^+$")
+
+
+def reason_line(error: str | None) -> str:
+    """The cause of a stored failure in one line: the first line of what pbmserv keeps
+    now (the cause, then the traceback); for a bare traceback (kept by an older
+    pbmserv), its last line that says what was raised, not SQLAlchemy's link to its
+    web page."""
+    text = (error or "").strip()
+    if not text:
+        return ""
+    lines = text.splitlines()
+    if not lines[0].startswith("Traceback"):
+        return lines[0].strip()
+    for line in reversed(lines):
+        if line.strip() and not _NOT_THE_CAUSE.match(line):
+            return line.strip()
+    return lines[-1].strip()

@@ -49,6 +49,25 @@ class OutboxStatus(StrEnum):
     FAILED = "failed"
     #: dropped by the administrator, never to be sent
     DISCARDED = "discarded"
+    #: refused by the relay (5xx) because of the address, or bounced after it went out
+    BOUNCED = "bounced"
+    #: not sent: mail to the address bounces (see pbmserv.service.bounces)
+    SUPPRESSED = "suppressed"
+
+
+class AlertKind(StrEnum):
+    """What the administrator is told of (pbmserv.service.incidents)."""
+
+    #: an incoming mail whose processing failed
+    INBOX_FAILED = "inbox-failed"
+    #: an outgoing mail refused for good, not because of its address
+    OUTBOX_FAILED = "outbox-failed"
+    #: stored mail not processed, or outgoing mail not sent, for too long
+    QUEUE_LATE = "queue-late"
+    #: many bounces in a short time: our mail may be refused as a whole
+    BOUNCE_STORM = "bounce-storm"
+    #: the daily report (recorded when sent)
+    REPORT = "report"
 
 
 class TournamentStatus(StrEnum):

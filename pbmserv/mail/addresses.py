@@ -9,6 +9,10 @@ from collections.abc import Iterable
 #: a move-by-reply tag in brackets, in a Reply-To's name or a Subject: ``b<board>u<user>``,
 #: the rest of its payload, a dash and its signature (16 base32 letters)
 _TAG_MARK = re.compile(r"\[(b[0-9]{1,10}u[0-9]{1,10}[a-z0-9]{0,60}-[a-z2-7]{16})\]", re.I)
+#: the tag of the envelope sender (VERP) of outgoing mail: bounces come back to it
+BOUNCE_PREFIX = "bounce-"
+#: the tag of the address that unsubscribes from a mail people subscribe to
+UNSUBSCRIBE_PREFIX = "unsub-"
 
 
 def subaddress(address: str, tag: str) -> str:

@@ -16,7 +16,14 @@ from email.message import Message
 from email.parser import BytesHeaderParser, BytesParser
 from itertools import islice
 
-from pbmserv.mail.addresses import marked_tag, tag_of, without_tag_marks
+from pbmserv.mail.addresses import (
+    BOUNCE_PREFIX,
+    UNSUBSCRIBE_PREFIX,
+    marked_tag,
+    tag_of,
+    without_tag_marks,
+)
+from pbmserv.mail.bounces import BounceReport, read_bounce
 from pbmserv.mail.headers import MAX_HEADER_VALUE, address_of, header
 from pbmserv.mail.html import html_to_text
 from pbmserv.mail.mailboxes import first_mailbox, raw_header
@@ -93,6 +100,14 @@ class ParsedMail:
     reply_tag: str | None = None
     #: the bare move of a reply to such an address (its first line, or its Subject)
     reply_move: str | None = None
+    #: a bounce (to the VERP address, or by its sender and form): what it says
+    bounce: BounceReport | None = None
+
+    @property
+    def unsubscribe_tag(self) -> str | None:
+        """The tag of the unsubscribe address the mail was written to, if one."""
+        tag = self.reply_tag or ""
+        return tag if tag.startswith(UNSUBSCRIBE_PREFIX) else None
 
 
 def _any_text(line: str) -> bool:
@@ -123,7 +138,14 @@ def parse_message(
         references=refs[-900:],
     )
     parsed.silent_reason = _silent_reason(msg, envelope_from, from_addr, reply_to, own_addresses)
-    if parsed.silent_reason:
+    parsed.reply_tag = _reply_tag(msg, own_addresses)
+    tag = parsed.reply_tag or ""
+    if parsed.silent_reason == "bounce" or tag.startswith(BOUNCE_PREFIX) \
+            or _is_delivery_report(msg):
+        # stored and read, never answered (pbmserv.processing.bounces)
+        parsed.bounce = read_bounce(msg) if not refusal else BounceReport()
+        return parsed
+    if parsed.silent_reason or tag.startswith(UNSUBSCRIBE_PREFIX):
         return parsed
     parts: list[Message] = []
     if not refusal:
@@ -138,7 +160,6 @@ def parse_message(
         parsed.refusal = refusal
         return parsed
     body = body_text(parts)
-    parsed.reply_tag = _reply_tag(msg, own_addresses)
     if parsed.reply_tag is None or not _find_reply_move(parsed, body, is_command):
         _find_commands(parsed, body, is_command)
     return parsed
@@ -291,6 +312,13 @@ def _silent_reason(msg: Message, envelope_from: str, from_addr: str, reply_to: s
 
 def _content_type(part: Message) -> str:
     return header(part, "Content-Type").partition(";")[0].strip().lower()
+
+
+def _is_delivery_report(msg: Message) -> bool:
+    """A delivery status notification (RFC 3464), whatever its envelope sender."""
+    kind = _report_type(msg)
+    return kind == "message/delivery-status" or (
+        kind == "multipart/report" and "delivery-status" in header(msg, "Content-Type").lower())
 
 
 def _report_type(msg: Message) -> str:

@@ -24,6 +24,7 @@ from pbmserv.db.models import Board, GameNotify, User
 from pbmserv.db.status import DigestMode
 from pbmserv.games import AnyEngine
 from pbmserv.mail.addresses import subaddress
+from pbmserv.notifications.lists import NOTIFY, SPECTATOR, list_fields
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.notifications.tournaments import tournament_mails
 from pbmserv.notifications.views import (
@@ -218,10 +219,11 @@ class Notifier:
         return {u.id: c for u in users if (c := self._choices[u.id]) is not None}
 
     def _send(self, user: User, subject: str, body: str, *,
-              reply_to: str | None = None, html: str | None = None) -> None:
+              reply_to: str | None = None, html: str | None = None,
+              listed: tuple[str, str] | None = None) -> None:
         queue_mail(self.session, self.settings, to=user.email, subject=self.scrub(subject),
                    body=self.scrub(body), inbound_id=self.inbound_id, reply_to=reply_to,
-                   html=None if html is None else self.scrub(html))
+                   html=None if html is None else self.scrub(html), listed=listed)
         self.queued += 1
 
     def reply_address(self, board: Board, user: User) -> str | None:
@@ -302,8 +304,10 @@ class Notifier:
         choices = self.choices(watchers)
         drawn: dict[tuple[tuple[str, ...], bool, AnswerAsked | None, str], str] = {}
         playing = {p.user_id for p in board.players}
-        watching = {u.id for u in subscribers(self.session, board)} if len(watchers) > len(
-            playing) else set()
+        # (the sender of the mail that caused it is left out of watchers: count readers
+        # who do not play, not heads)
+        watching = {u.id for u in subscribers(self.session, board)} if any(
+            u.id not in playing for u in watchers) else set()
         for user in watchers:
             chosen = choices.get(user.id)
             if (chosen is not None and chosen.digest is not DigestMode.OFF and not paired
@@ -327,7 +331,10 @@ class Notifier:
                         "board_mail.html.j2",
                         summary=board_summary_html(self.session, engine, board), **parts))
                 html = drawn[key]
-            self._send(user, subject, body, reply_to=reply_to, html=html)
+            listed = None if not why else list_fields(
+                self.session, self.settings, SPECTATOR if why == "watch" else NOTIFY, user,
+                engine, board)
+            self._send(user, subject, body, reply_to=reply_to, html=html, listed=listed)
 
     def _drawn(self, subject: str, body: str, board: Board) -> str | None:
         """A text mail that shows ``board``'s summary as HTML, the board drawn in place
@@ -363,6 +370,9 @@ class Notifier:
                          userid=writer.userid).strip()
         body = render("chat.txt.j2", engine=engine, board=board, userid=writer.userid,
                       text=event.text, status=status_line(engine, board))
+        playing = {p.user_id for p in board.players}
         for user in self._watchers(board, finished=False):
-            if user.id != writer.id:
-                self._send(user, subject, body)
+            if user.id != writer.id:  # a spectator may leave the board's chat too
+                listed = None if user.id in playing else list_fields(
+                    self.session, self.settings, SPECTATOR, user, engine, board)
+                self._send(user, subject, body, listed=listed)

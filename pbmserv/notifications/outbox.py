@@ -30,13 +30,14 @@ def new_message_id(settings: Settings) -> str:
 def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, body: str,
                inbound_id: int | None = None, in_reply_to: str | None = None,
                reply_to: str | None = None, html: str | None = None,
-               secret: bool = False) -> int:
+               secret: bool = False, listed: tuple[str, str] | None = None) -> int:
     """Queue one mail; returns its outbox id.  ``html``: the same mail as HTML, sent
     beside the text as multipart/alternative.  Where the mailbox has no sub-addresses
     (``subaddressing`` off), a ``pbmserv+TAG@host`` Reply-To becomes the plain address
     with ``[TAG]`` in its name, and the Subject carries ``[TAG]`` too: a reply keeps
     one or the other.  ``secret``: the body holds a live secret (a reset code): it is
-    blanked once the mail is sent."""
+    blanked once the mail is sent.  ``listed``: (List-Id, unsubscribe tag) of a mail
+    people subscribe to (pbmserv.notifications.lists)."""
     if reply_to and not settings.subaddressing:
         reply_to, subject = _tag_outside_address(settings, reply_to, subject)
     now = utcnow()
@@ -44,6 +45,7 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
         "inbound_id": inbound_id, "created_at": now, "message_id": new_message_id(settings),
         "to_addr": to, "subject": subject[:MAX_SUBJECT], "body": body, "in_reply_to": in_reply_to,
         "reply_to": reply_to, "html_body": html, "blank_after_send": secret,
+        "list_id": listed[0] if listed else None, "unsubscribe": listed[1] if listed else None,
         "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now,
     })
     key = result.inserted_primary_key

@@ -31,13 +31,15 @@ from pbmserv.commands import is_command
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import InboundMessage
+from pbmserv.db.problems import describe, reason_line
 from pbmserv.db.session import Database
-from pbmserv.db.status import InboundStatus
+from pbmserv.db.status import AlertKind, InboundStatus
 from pbmserv.mail.parse import ParsedMail, parse_message
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.processing.at_rest import mask_raw
 from pbmserv.processing.mail import handle
 from pbmserv.render import render
+from pbmserv.service import incidents
 
 log = logging.getLogger(__name__)
 #: mails read, parsed and run together
@@ -101,8 +103,8 @@ def _parsed(settings: Settings, rows: Sequence[Any]) -> list[Stored]:
         try:
             out.append(Stored(row.id, row.sender, parse_message(
                 row.raw, settings.addresses, row.envelope_from, is_command), raw=row.raw))
-        except Exception:  # a bug in the parser: keep the mail; nobody known to tell
-            out.append(Stored(row.id, row.sender, None, traceback.format_exc()))
+        except Exception as exc:  # a bug in the parser: keep the mail; nobody known to tell
+            out.append(Stored(row.id, row.sender, None, failure_text(exc)))
     return out
 
 
@@ -204,7 +206,7 @@ def run_batch(db: Database, settings: Settings,
                 continue
             if len(batch) > 1:  # one of them may be to blame: one transaction each
                 return [i for s in batch for i in run_batch(db, settings, [s])[0]], False
-            failed[batch[0].id] = traceback.format_exc()
+            failed[batch[0].id] = failure_text(exc)
             transient = 0
     by_id = {s.id: s for s in batch}
     for inbound_id in handled:
@@ -232,11 +234,25 @@ def _run_one(session: Session, settings: Settings, stored: Stored, now: object) 
         session.expunge_all()
     except OperationalError:
         raise  # the transaction itself is in trouble: the batch is tried again
-    except IntegrityError:
+    except IntegrityError as exc:
         # two processes made the same new row (a board number) at once: again
-        raise _MailFailed(stored.id, traceback.format_exc(), race=True) from None
-    except Exception:
-        raise _MailFailed(stored.id, traceback.format_exc(), race=False) from None
+        raise _MailFailed(stored.id, failure_text(exc), race=True) from None
+    except Exception as exc:
+        raise _MailFailed(stored.id, failure_text(exc), race=False) from None
+
+
+def failure_text(exc: BaseException) -> str:
+    """What is kept of a mail's failure: the cause in one line (the database's own
+    message, not SQLAlchemy's wrapping of it), then the traceback."""
+    return f"{describe(exc)}\n\n{traceback.format_exc()}"
+
+
+def _kept(error: str, limit: int = 8000) -> str:
+    """The failure as stored: its first line (the cause) and the end of the traceback."""
+    if len(error) <= limit:
+        return error
+    head = error.split("\n", 1)[0][:1000]
+    return f"{head}\n...\n{error[-(limit - len(head) - 5):]}"
 
 
 def mark_failed(db: Database, settings: Settings, inbound_id: int, error: str,
@@ -252,9 +268,14 @@ def mark_failed(db: Database, settings: Settings, inbound_id: int, error: str,
                 update(InboundMessage)
                 .where(InboundMessage.id == inbound_id,
                        InboundMessage.status == InboundStatus.NEW)
-                .values(status=InboundStatus.FAILED, error=error[-8000:],
+                .values(status=InboundStatus.FAILED, error=_kept(error),
                         processed_at=utcnow())
             ).rowcount  # type: ignore[attr-defined]
+            if marked:  # the administrator is told (once for a burst: see incidents)
+                sender = mail.reply_to if mail is not None else "an unknown sender"
+                incidents.record(session, AlertKind.INBOX_FAILED,
+                                 f"message {inbound_id} from {sender}: {reason_line(error)}",
+                                 utcnow(), item=str(inbound_id))
             if marked and mail is not None and not mail.silent_reason:
                 queue_mail(session, settings, to=mail.reply_to,
                            subject="pbmserv: your mail is held for the administrator",
@@ -263,7 +284,8 @@ def mark_failed(db: Database, settings: Settings, inbound_id: int, error: str,
     except Exception:
         log.exception("message %s could not be marked as failed; it stays new", inbound_id)
         return InboundStatus.NEW
-    log.error("message %s could not be processed; kept as failed", inbound_id)
+    log.error("message %s could not be processed; kept as failed: %s", inbound_id,
+              reason_line(error))
     return InboundStatus.FAILED
 
 

@@ -27,9 +27,12 @@ from pbmserv.notifications import AnswerAsked, Notifier, answer_asked
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.notifications.views import board_summary
 from pbmserv.processing.at_rest import secret_words
+from pbmserv.processing.bounces import handle_bounce
+from pbmserv.processing.unsubscribe import handle_unsubscribe
 from pbmserv.render import render
 from pbmserv.service.accounts import has_account
 from pbmserv.service.boards import engine_of, player_of
+from pbmserv.service.bounces import resume
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import GameService
 from pbmserv.service.throttle import record_failure
@@ -257,10 +260,22 @@ def handle(session: Session, settings: Settings, inbound_id: int,
            mail: ParsedMail, secrets: set[str] | None = None) -> InboundStatus:
     """Run one parsed mail (inside the caller's transaction); returns its new status.
     ``secrets`` gets the passwords and codes the mail held (to mask in its stored
-    copy)."""
+    copy).  A bounce or an unsubscribe leaves what became of it in ``mail.silent_reason``
+    (kept with the mail: ``pbmserv inbox list``)."""
+    if mail.bounce is not None:
+        status, mail.silent_reason = handle_bounce(session, settings, inbound_id, mail)
+        return status
+    if mail.unsubscribe_tag is not None:
+        status, mail.silent_reason = handle_unsubscribe(session, settings, inbound_id, mail)
+        return status
     if mail.silent_reason:
         log.info("message %s ignored: %s", inbound_id, mail.silent_reason)
         return InboundStatus.IGNORED
+    # the player writes from an address whose mail bounced: it is alive again
+    resumed = resume(session, mail.from_addr)
+    if resumed is not None:
+        log.info("message %s: %s mails the server again; mail to it resumes", inbound_id,
+                 resumed.address)
     if mail.refusal:
         queue_mail(session, settings, to=mail.reply_to, subject="pbmserv: your mail was not read",
                    body=render("refused.txt.j2", refusal=mail.refusal, settings=settings),
@@ -294,11 +309,11 @@ def handle(session: Session, settings: Settings, inbound_id: int,
                         skip_addresses=(mail.reply_to,), scrub=scrub)
     reply_to, example, answer = _reply_address(notifier, sections, mail.reply_to)
     body = render("reply.txt.j2", sections=sections, settings=settings,
-                  by_reply=reply_to is not None, example=example, answer=answer)
+                  by_reply=reply_to is not None, example=example, answer=answer, resumed=resumed)
     if len(body.encode()) > settings.max_reply_size:
         body = render("reply.txt.j2", sections=capped(sections, settings.max_reply_size),
                       settings=settings, by_reply=reply_to is not None, example=example,
-                      answer=answer)
+                      answer=answer, resumed=resumed)
     # text only: the reply to one's own command is on the hot path of every move, and
     # an HTML part there cost 15 % of the moves a second (docs/benchmarks.md)
     queue_mail(session, settings, to=mail.reply_to, subject=scrub(subject), body=scrub(body),

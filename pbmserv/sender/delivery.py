@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from itertools import count
 from typing import Any
@@ -37,8 +38,10 @@ from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.db.status import OutboxStatus
+from pbmserv.mail.addresses import subaddress
 from pbmserv.sender.maildir import deliver_all
 from pbmserv.sender.message import envelope_address, message_bytes
+from pbmserv.sender.refusals import failed_for_good, refused, suppressed
 from pbmserv.sender.relay import (
     LoginRefused,
     PermanentFailure,
@@ -47,6 +50,11 @@ from pbmserv.sender.relay import (
     TemporaryFailure,
     probe,
 )
+from pbmserv.service.bounces import suspended_among
+from pbmserv.service.reply_tokens import bounce_tag, server_secret
+
+#: what is done with a row in the transaction that records its result
+After = Callable[[Session], None]
 
 log = logging.getLogger(__name__)
 #: how long a claimed row is left alone before it is due again for anyone
@@ -104,6 +112,18 @@ class Sender:
         self._next_probe = 0.0
         #: whether the daily sending limit held mail back at the last look
         self.capped = False
+        self._secret: bytes | None = None
+
+    def bounce_address(self, row: OutboxMessage) -> str:
+        """The envelope sender of ``row``'s mail (VERP): bounces of it come back to
+        ``pbmserv+bounce-o<id>-<signature>@domain``, naming the mail and so its
+        address, whatever form the bounce takes."""
+        if not self.settings.subaddressing:  # a mailbox without sub-addresses: the
+            return self.settings.address      # bounce is known by the mail it returns
+        if self._secret is None:
+            with self.db.transaction() as session:
+                self._secret = server_secret(session, self.settings.secret)
+        return subaddress(self.settings.address, bounce_tag(self._secret, row.id))
 
     # -- leases -----------------------------------------------------------------------
     def _claim(self, limit: int) -> tuple[str, list[OutboxMessage]]:
@@ -128,14 +148,31 @@ class Sender:
         return token, rows
 
     def _record(self, session: Session, token: str, row_ids: list[int],
-                values: dict[str, Any], *, charged: bool = True) -> None:
+                values: dict[str, Any], *, charged: bool = True,
+                after: After | None = None) -> None:
+        """Record a result of rows this claim holds; ``after`` runs in the same
+        transaction if they were still held (a bounce counted, an incident opened)."""
         attempts = {"attempts": OutboxMessage.attempts + 1} if charged else {}
-        session.execute(
+        changed = session.execute(
             update(OutboxMessage)
             .where(OutboxMessage.id.in_(row_ids), OutboxMessage.leased_by == token)
             .values(**values, **attempts)
             .execution_options(synchronize_session=False)
-        )
+        ).rowcount  # type: ignore[attr-defined]
+        if changed and after is not None:
+            after(session)
+
+    def _hold_back(self, token: str, rows: list[OutboxMessage]) -> list[OutboxMessage]:
+        """The rows to send: those to a suspended address are marked suppressed."""
+        with self.db.transaction() as session:
+            held = suspended_among(session, {row.to_addr for row in rows})
+            for row in rows:
+                if row.to_addr.strip().lower() in held:
+                    self._record(session, token, [row.id], suppressed(), charged=False)
+        if held:
+            log.info("outbox: %d mail(s) not sent: their address bounces",
+                     sum(row.to_addr.strip().lower() in held for row in rows))
+        return [row for row in rows if row.to_addr.strip().lower() not in held]
 
     def _renew(self, session: Session, token: str, row_id: int) -> bool:
         return bool(session.execute(
@@ -184,6 +221,7 @@ class Sender:
             if not rows:
                 break
             tried += len(rows)
+            rows = self._hold_back(token, rows)
             if relay is None:
                 sent += self._to_maildir(token, rows)
             else:
@@ -224,6 +262,9 @@ class Sender:
 
     def _to_maildir(self, token: str, rows: list[OutboxMessage]) -> int:
         built, broken = self._build(rows)
+        # as a delivery agent does, the envelope sender goes in Return-Path
+        built = [(row, f"Return-Path: <{self.bounce_address(row)}>\n".encode() + data)
+                 for row, data in built]
         errors = deliver_all(self.settings.maildir, built)
         rows = [row for row, _ in built]
         done = [row.id for row, error in zip(rows, errors, strict=True) if error is None]
@@ -234,7 +275,8 @@ class Sender:
                 if error is not None:
                     self._record(session, token, [row.id], _deferred(row, error))
             for row, why in broken:
-                self._record(session, token, [row.id], _failed(row, why))
+                self._record(session, token, [row.id], _failed(row, why),
+                             after=failed_for_good(self.settings, row, why))
         for row, error in zip(rows, errors, strict=True):
             if error is None:
                 log.info("sent outbox %s: %s to <%s>, into the Maildir", row.id,
@@ -243,23 +285,31 @@ class Sender:
 
     def _to_relay(self, relay: Relay, token: str, rows: list[OutboxMessage]) -> int:
         sent = 0
-        pending: tuple[int, dict[str, Any]] | None = None  # a result not yet recorded
+        # a result not yet recorded: the row, its values, what goes with them
+        pending: tuple[int, dict[str, Any], After | None] | None = None
         with RelayConnection(relay, self.settings.address,
                              settings=self.settings) as connection:
             for i, row in enumerate(rows):
                 with self.db.transaction() as session:
                     if pending is not None:
-                        self._record(session, token, [pending[0]], pending[1])
+                        self._record(session, token, [pending[0]], pending[1],
+                                     after=pending[2])
                         pending = None
                     mine = self._renew(session, token, row.id)
+                    # a bounce counted since the claim may have suspended the address
+                    if mine and suspended_among(session, [row.to_addr]):
+                        self._record(session, token, [row.id], suppressed(), charged=False)
+                        mine = False
                 if not mine:
                     continue
                 built, broken = self._build([row])
                 if broken:
-                    pending = (row.id, _failed(row, broken[0][1]))
+                    pending = (row.id, _failed(row, broken[0][1]),
+                               failed_for_good(self.settings, row, broken[0][1]))
                     continue
                 try:
-                    answer = connection.send(built[0][1], envelope_address(row.to_addr))
+                    answer = connection.send(built[0][1], envelope_address(row.to_addr),
+                                             self.bounce_address(row))
                 except RelayDown as exc:
                     wait = PROBE_EVERY
                     if isinstance(exc, LoginRefused):
@@ -277,16 +327,17 @@ class Sender:
                     self._release(token, rows[i:])
                     return sent
                 except PermanentFailure as exc:
-                    pending = (row.id, _failed(row, str(exc)))
+                    log.warning("outbox %s refused for good: %s", row.id, str(exc)[:200])
+                    pending = (row.id, *refused(self.settings, row, exc))
                     continue
                 except TemporaryFailure as exc:
-                    pending = (row.id, _deferred(row, str(exc)))
+                    pending = (row.id, _deferred(row, str(exc)), None)
                     continue
-                pending = (row.id, _sent())
+                pending = (row.id, _sent(), None)
                 sent += 1
                 log.info("sent outbox %s: %s to <%s>, relay answered %s", row.id,
                          row.message_id, row.to_addr, answer)
         if pending is not None:
             with self.db.transaction() as session:
-                self._record(session, token, [pending[0]], pending[1])
+                self._record(session, token, [pending[0]], pending[1], after=pending[2])
         return sent

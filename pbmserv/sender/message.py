@@ -18,6 +18,7 @@ from email.utils import format_datetime, formataddr
 
 from pbmserv.config import Settings
 from pbmserv.db.models import OutboxMessage
+from pbmserv.mail.addresses import subaddress
 from pbmserv.mail.parse import LOOP_HEADER
 
 
@@ -46,6 +47,33 @@ def _message_id(value: str | None) -> str | None:
     return None
 
 
+def unsubscribe_url(settings: Settings, tag: str) -> str | None:
+    """The web page that unsubscribes (``web_url``/unsubscribe/TAG), if there are pages."""
+    return f"{settings.web_url}/unsubscribe/{tag}" if settings.web_url else None
+
+
+def list_headers(settings: Settings, row: OutboxMessage) -> list[tuple[str, str]]:
+    """List-Id, List-Unsubscribe (RFC 2369: the mailto of an address that
+    unsubscribes by mail, and the web page), List-Unsubscribe-Post (RFC 8058: one click,
+    for an https page) of a mail people subscribe to; none for any other."""
+    if not row.list_id:
+        return []
+    out = [("List-Id", row.list_id)]
+    if row.unsubscribe:
+        ways = []
+        if settings.subaddressing:  # a mailbox without sub-addresses: the page only
+            address = subaddress(settings.address, row.unsubscribe)
+            ways.append(f"<mailto:{address}?subject=unsubscribe>")
+        url = unsubscribe_url(settings, row.unsubscribe)
+        if url is not None:
+            ways.append(f"<{url}>")
+        if ways:
+            out.append(("List-Unsubscribe", ", ".join(ways)))
+        if url is not None and url.startswith("https://"):
+            out.append(("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"))
+    return out
+
+
 def message_bytes(settings: Settings, row: OutboxMessage) -> bytes:
     """The mail; its headers are ASCII unless the recipient's address is not (then
     UTF-8, as RFC 6532 lets a mail sent with SMTPUTF8 have)."""
@@ -65,6 +93,7 @@ def message_bytes(settings: Settings, row: OutboxMessage) -> bytes:
         headers.append(("Auto-Submitted", "auto-replied"))
     else:
         headers.append(("Auto-Submitted", "auto-generated"))
+    headers += list_headers(settings, row)
     headers += [(LOOP_HEADER, settings.domain), ("MIME-Version", "1.0")]
     text_headers, text = _text_part(row.body)
     if row.html_body is None:

@@ -42,11 +42,25 @@ class LoginRefused(RelayDown):
 
 
 class PermanentFailure(Exception):
-    """The relay refused the mail for good (5xx)."""
+    """The relay refused the mail for good (5xx): ``code`` its reply code, ``about``
+    what it refused: "recipient" (RCPT), "sender" (MAIL FROM) or "mail" (DATA, or the
+    mail as a whole)."""
+
+    def __init__(self, text: str, code: int = 0, about: str = "mail") -> None:
+        super().__init__(text)
+        self.code = code
+        self.about = about
 
 
 class TemporaryFailure(Exception):
     """The relay refused the mail for now (4xx)."""
+
+
+def answer_text(answer: bytes | str) -> str:
+    """A relay's answer as one line of text (smtplib gives bytes, lines joined by
+    newlines)."""
+    text = answer.decode("utf-8", "replace") if isinstance(answer, bytes) else str(answer)
+    return " ".join(text.split())
 
 
 def _is_connection_error(exc: BaseException) -> bool:
@@ -163,30 +177,33 @@ class RelayConnection:
             smtp.close()
             raise RelayDown(_why(exc)) from None
 
-    def send(self, data: bytes, to: str) -> str:
-        """Send one mail; returns the relay's answer to it."""
+    def send(self, data: bytes, to: str, sender: str | None = None) -> str:
+        """Send one mail (from the envelope ``sender``, else the connection's); returns
+        the relay's answer to it."""
         for attempt in (1, 2):
             smtp = self._smtp or self._open()
             try:
                 # a local part in UTF-8 needs a relay that speaks SMTPUTF8 (RFC 6531)
-                smtp.sendmail(self.sender, [to], on_the_wire(data),
+                smtp.sendmail(sender or self.sender, [to], on_the_wire(data),
                               mail_options=() if to.isascii() else ("SMTPUTF8",))
                 return smtp.last_answer
             except smtplib.SMTPNotSupportedError as exc:
                 raise PermanentFailure(f"the relay cannot send to {to!r}: {exc}") from None
             except smtplib.SMTPRecipientsRefused as exc:
                 codes = [code for code, _ in exc.recipients.values()]
-                text = "; ".join(f"{c} {m!r}" for c, m in exc.recipients.values())
+                text = "; ".join(f"{c} {answer_text(m)}" for c, m in exc.recipients.values())
                 if all(500 <= c < 600 for c in codes):
-                    raise PermanentFailure(text) from None
+                    raise PermanentFailure(text, codes[0], "recipient") from None
                 raise TemporaryFailure(text) from None
             except smtplib.SMTPResponseException as exc:
+                text = f"{exc.smtp_code} {answer_text(exc.smtp_error)}"
                 if exc.smtp_code == 421:
                     self.close()
-                    raise RelayDown(f"421 {exc.smtp_error!r}") from None
+                    raise RelayDown(text) from None
                 if 500 <= exc.smtp_code < 600:
-                    raise PermanentFailure(f"{exc.smtp_code} {exc.smtp_error!r}") from None
-                raise TemporaryFailure(f"{exc.smtp_code} {exc.smtp_error!r}") from None
+                    about = "sender" if isinstance(exc, smtplib.SMTPSenderRefused) else "mail"
+                    raise PermanentFailure(text, exc.smtp_code, about) from None
+                raise TemporaryFailure(text) from None
             except Exception as exc:
                 self.close()
                 if not _is_connection_error(exc) or attempt == 2:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import ServerSecret
+from pbmserv.mail.addresses import BOUNCE_PREFIX, UNSUBSCRIBE_PREFIX
 
 SECRET_NAME = "reply-tokens"
 #: the "t" part (moves taken back) is missing from addresses made before 2026-11-23:
@@ -106,3 +107,58 @@ def read_token(secret: bytes, text: str,
     if not hmac.compare_digest(_mac(secret, signed), found.group(6)):
         return None
     return ReplyToken(board_id, user_id, ply, takebacks, request)
+
+
+# -- the other signed sub-addresses: where bounces come back, and unsubscribing ----------
+# the envelope sender (VERP) of outgoing mail N: bounce-oN-MAC (mail.addresses)
+_BOUNCE = re.compile(r"bounce-o([0-9]{1,10})-([a-z2-7]{16})")
+#: s<board>u<user>: a spectator's board; n<game>u<user>: result notices; du<user>: digest
+_UNSUBSCRIBE = re.compile(r"unsub-(s[0-9]{1,10}|n[a-z]{1,32}|d)u([0-9]{1,10})-([a-z2-7]{16})")
+
+
+def bounce_tag(secret: bytes, outbox_id: int) -> str:
+    """The tag of the envelope sender of outgoing mail ``outbox_id``."""
+    payload = f"o{outbox_id}"
+    return f"{BOUNCE_PREFIX}{payload}-{_mac(secret, 'bounce:' + payload)}"
+
+
+def read_bounce_tag(secret: bytes, tag: str) -> int | None:
+    """The outgoing mail a bounce address names, if it is ours and well signed."""
+    found = _BOUNCE.fullmatch(tag.strip().lower())
+    if found is None or int(found.group(1)) >= 2**31:
+        return None
+    if not hmac.compare_digest(_mac(secret, f"bounce:o{found.group(1)}"), found.group(2)):
+        return None
+    return int(found.group(1))
+
+
+@dataclass(frozen=True)
+class Unsubscribe:
+    """What an unsubscribe address stops: ``kind`` "spectator" (``target`` a board
+    id), "notify" (``target`` a game's name) or "digest"; for ``user_id``."""
+
+    kind: str
+    target: str
+    user_id: int
+
+
+_KINDS = {"s": "spectator", "n": "notify", "d": "digest"}
+
+
+def unsubscribe_tag(secret: bytes, what: Unsubscribe) -> str:
+    letter = {v: k for k, v in _KINDS.items()}[what.kind]
+    payload = f"{letter}{what.target if what.kind != 'digest' else ''}u{what.user_id}"
+    return f"{UNSUBSCRIBE_PREFIX}{payload}-{_mac(secret, 'unsub:' + payload)}"
+
+
+def read_unsubscribe_tag(secret: bytes, tag: str) -> Unsubscribe | None:
+    found = _UNSUBSCRIBE.fullmatch(tag.strip().lower())
+    if found is None or int(found.group(2)) >= 2**31:
+        return None
+    payload = f"{found.group(1)}u{found.group(2)}"
+    if not hmac.compare_digest(_mac(secret, "unsub:" + payload), found.group(3)):
+        return None
+    first = found.group(1)
+    if first.startswith("s") and int(first[1:]) >= 2**31:
+        return None
+    return Unsubscribe(_KINDS[first[0]], first[1:], int(found.group(2)))

@@ -19,6 +19,7 @@ from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.web.metrics import exposition, registry_for
 from pbmserv.web.pages import Pages, page
+from pbmserv.web.unsubscribe import Unsubscribing
 
 log = logging.getLogger("pbmserv.web")
 #: what an error page says above the detail
@@ -31,8 +32,10 @@ METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def create_app(db: Database, settings: Settings) -> Starlette:
-    """The pages; ``db`` is read in read-only sessions and never written."""
+    """The pages; ``db`` is read in read-only sessions, and written only to unsubscribe
+    (pbmserv.web.unsubscribe)."""
     pages = Pages(db, settings)
+    leaving = Unsubscribing(db, settings)
     registry = registry_for(db)
 
     def error(request: Request, exc: Exception) -> Response:
@@ -72,6 +75,8 @@ def create_app(db: Database, settings: Settings) -> Starlette:
         Route("/players/{userid}", pages.player, methods=["GET"]),
         Route("/tournaments", pages.tournaments, methods=["GET"]),
         Route("/tournaments/{name}", pages.tournament, methods=["GET"]),
+        Route("/unsubscribe/{tag}", leaving.ask, methods=["GET"]),
+        Route("/unsubscribe/{tag}", leaving.one_click, methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]

@@ -25,6 +25,7 @@ from pbmserv.db.models import InboundMessage, OutboxMessage
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus, OutboxStatus
+from pbmserv.service.bounces import problem_counts
 
 log = logging.getLogger("pbmserv.web")
 
@@ -70,6 +71,7 @@ class ServerCollector(Collector):
                 OutboxMessage.next_attempt_at <= now)) or 0
             received = session.scalar(select(func.max(InboundMessage.id))) or 0
             queued = session.scalar(select(func.max(OutboxMessage.id))) or 0
+            problems = problem_counts(session, now)
         stored = GaugeMetricFamily("pbmserv_inbox_messages",
                                    "Stored incoming mails by status (failed: a person must "
                                    "look; new: waiting to be processed)", labels=["status"])
@@ -91,6 +93,16 @@ class ServerCollector(Collector):
         yield GaugeMetricFamily("pbmserv_outbox_due_messages",
                                 "Outgoing mails due now (pending, their back-off over)",
                                 value=due)
+        yield GaugeMetricFamily("pbmserv_bounces_last_day",
+                                "Bounces counted in the last 24 hours (DSNs that came back "
+                                "and the relay's 5xx about an address)",
+                                value=problems.bounces_last_day)
+        yield GaugeMetricFamily("pbmserv_suspended_addresses",
+                                "Addresses no longer mailed because they bounce",
+                                value=problems.suspended)
+        yield GaugeMetricFamily("pbmserv_open_alerts",
+                                "Incidents the administrator was (or is about to be) told of "
+                                "that are not over", value=problems.open_alerts)
         yield CounterMetricFamily("pbmserv_mails_received",
                                   "Mails stored since the database was made (the highest "
                                   "inbox number)", value=received)

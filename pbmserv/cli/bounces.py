@@ -1,0 +1,47 @@
+"""``pbmserv users bounces`` and ``pbmserv users clear-bounces``: addresses whose mail
+bounces (see pbmserv.service.bounces)."""
+
+from __future__ import annotations
+
+import click
+
+from pbmserv.cli.accounts import users
+from pbmserv.cli.app import database, pass_settings
+from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
+from pbmserv.service import bounces
+
+
+@users.command("bounces")
+@pass_settings
+def users_bounces(settings: Settings) -> None:
+    """Addresses whose mail bounced lately: their score (bounces within bounce_days),
+    whether they are still mailed, and the last reason."""
+    with database(settings).reading() as session:
+        found = bounces.bounce_list(session, settings, utcnow())
+    if not found:
+        click.echo("no address bounces")
+        return
+    for b in found:
+        who = ", ".join(b.userids) or "no account"
+        state = (f"NOT MAILED since {b.suspended_since:%Y-%m-%d %H:%M}" if b.suspended_since
+                 else "mailed")
+        last = f"{b.last_at:%Y-%m-%d %H:%M}" if b.last_at else "-"
+        click.echo(f"{b.address} ({who}): {b.score} of {settings.bounce_threshold} within "
+                   f"{settings.bounce_days} days, {state}; last {last}: {b.last_reason[:200]}")
+
+
+@users.command("clear-bounces")
+@click.argument("address", required=False)
+@click.option("--all", "every", is_flag=True, help="Every address.")
+@pass_settings
+def users_clear_bounces(settings: Settings, address: str | None, every: bool) -> None:
+    """Forget an address's bounces and mail it again (the owner writing to the server
+    from it does the same)."""
+    if (address is None) == (not every):
+        raise click.UsageError("give an ADDRESS (see 'pbmserv users bounces') or --all")
+    with database(settings).transaction() as session:
+        cleared = bounces.clear(session, address)
+    if address is not None and not cleared:
+        raise click.ClickException(f"{address} has no bounces")
+    click.echo(f"cleared {cleared} address(es): mailed again")

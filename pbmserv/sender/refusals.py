@@ -1,0 +1,57 @@
+"""What a refusal does beyond marking the mail: a 5xx about the address counts as a
+bounce of it (pbmserv.service.bounces), any other refusal for good opens an incident
+for the administrator (pbmserv.service.incidents).  Each runs in the transaction that
+records the mail's result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
+from pbmserv.db.models import OutboxMessage
+from pbmserv.db.status import AlertKind, OutboxStatus
+from pbmserv.notifications.bounces import tell_opponents
+from pbmserv.sender.relay import PermanentFailure
+from pbmserv.service import incidents
+from pbmserv.service.bounces import blames_address, enhanced_status, record_bounce
+
+#: what the outbox says of a mail held back
+HELD = "not sent: mail to this address bounces ('pbmserv users bounces')"
+
+
+def suppressed() -> dict[str, Any]:
+    return {"status": OutboxStatus.SUPPRESSED, "last_error": HELD, "leased_by": None}
+
+
+def failed_for_good(settings: Settings, row: OutboxMessage,
+                    why: str) -> Callable[[Session], None]:
+    """Tell the administrator (once per incident) of a mail refused for good."""
+    to, number = row.to_addr, row.id
+
+    def after(session: Session) -> None:
+        incidents.record(session, AlertKind.OUTBOX_FAILED,
+                         f"outbox {number} to {to}: {why}", utcnow(), item=str(number))
+    return after
+
+
+def refused(settings: Settings, row: OutboxMessage,
+            exc: PermanentFailure) -> tuple[dict[str, Any], Callable[[Session], None]]:
+    """The row's new values and what goes with them, for the relay's 5xx ``exc``."""
+    text = str(exc)[:2000]
+    status = enhanced_status(text)
+    if exc.about == "sender" or not blames_address(exc.code, status):
+        return ({"status": OutboxStatus.FAILED, "last_error": text, "leased_by": None},
+                failed_for_good(settings, row, f"the relay answered {text}"))
+    to, number = row.to_addr, row.id
+
+    def count(session: Session) -> None:
+        now = utcnow()
+        counted = record_bounce(session, settings, to, now, source="relay", status=status,
+                                detail=f"the relay answered {text}", outbox_id=number)
+        if counted.suspended_now:
+            tell_opponents(session, settings, to, now)
+    return {"status": OutboxStatus.BOUNCED, "last_error": text, "leased_by": None}, count

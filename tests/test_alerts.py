@@ -1,0 +1,154 @@
+"""The administrator is told: one mail per incident, with the command that deals with
+it; ``status`` exits 3 while something needs a person; the inbox shows each failure's
+cause in one line; a daily report if asked for."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import select, update
+from sqlalchemy.exc import OperationalError
+
+from pbmserv.cli import main
+from pbmserv.commands.general import Help
+from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
+from pbmserv.db.models import Alert, InboundMessage, OutboxMessage
+from pbmserv.db.problems import reason_line
+from pbmserv.db.session import Database
+from pbmserv.db.status import AlertKind
+from pbmserv.sender.delivery import Sender
+from pbmserv.timers import run_alerts
+from tests.conftest import Mailer
+
+
+def cli(settings: Settings, *args: str) -> Any:
+    return CliRunner().invoke(main, list(args), env={
+        "PBMSERV_DATABASE_URL": settings.database_url,
+        "PBMSERV_MAILDIR": str(settings.maildir)})
+
+
+def admin_mails(db: Database, settings: Settings) -> list[OutboxMessage]:
+    with db.reading() as s:
+        return list(s.scalars(select(OutboxMessage)
+                              .where(OutboxMessage.to_addr == settings.admin_address)
+                              .order_by(OutboxMessage.id)))
+
+
+def test_failed_mails_make_one_incident_and_one_mail(
+        mailer: Mailer, db: Database, settings: Settings,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = replace(settings, admin="ops@example.org")
+
+    def broken(*args: object) -> None:
+        raise OperationalError("SELECT 1", {}, Exception("disk I/O error"))
+
+    mailer.settings = settings
+    monkeypatch.setattr(Help, "run", broken)
+    for sender in ("alice@example.org", "bob@example.org", "carol@example.org"):
+        assert [m.subject for m in mailer.send("help", sender=sender)] == [
+            "pbmserv: your mail is held for the administrator"]
+    monkeypatch.undo()
+    # each failure's cause in one line: the database's message, not SQLAlchemy's link
+    listed = cli(settings, "inbox", "list", "--status", "failed")
+    assert listed.output.splitlines()[0].endswith(
+        "alice@example.org  [the database said: disk I/O error]") or \
+        listed.output.splitlines()[-1].endswith("[the database said: disk I/O error]")
+    assert "sqlalche.me" not in listed.output
+    status = cli(settings, "status")
+    assert status.exit_code == 3
+    assert status.output.splitlines()[-2:] == [
+        "attend   3 incoming mail(s) failed: 'pbmserv inbox list --status failed', then "
+        "'pbmserv inbox replay --all-failed'",
+        "health   ok, but needs you"]
+    now = utcnow()
+    assert run_alerts(db, settings, now) == 0  # not settled yet: a burst is one mail
+    assert run_alerts(db, settings, now + timedelta(minutes=2)) == 1
+    assert run_alerts(db, settings, now + timedelta(minutes=3)) == 0
+    (mail,) = admin_mails(db, settings)
+    assert mail.subject == "pbmserv: 3 incoming mails failed"
+    with db.reading() as s:
+        first = s.scalars(select(InboundMessage.id).order_by(InboundMessage.id)).first()
+    assert f"message {first} from alice@example.org: the database said: disk I/O error" in \
+        " ".join(mail.body.split())
+    assert f"  pbmserv inbox show {first}" in mail.body
+    assert "  pbmserv inbox replay --all-failed      once the fault is fixed" in mail.body
+    # quiet for an hour: the incident is over; the next failure opens a new one
+    Sender(db, settings).send_due()  # (or, two hours on, the outbox is late too)
+    assert run_alerts(db, settings, now + timedelta(hours=2)) == 0
+    with db.reading() as s:
+        (alert,) = s.scalars(select(Alert))
+        assert alert.closed_at is not None and alert.count == 3
+    monkeypatch.setattr(Help, "run", broken)
+    mailer.send("help", sender="dave@example.org")
+    monkeypatch.undo()
+    assert run_alerts(db, settings, utcnow() + timedelta(minutes=2)) == 1
+    assert [m.subject for m in admin_mails(db, settings)] == [
+        "pbmserv: 3 incoming mails failed", "pbmserv: 1 incoming mail failed"]
+    # fixed and replayed: nothing needs a person any more
+    replayed = cli(settings, "inbox", "replay", "--all-failed")
+    assert replayed.output.splitlines()[-1] == "replayed 4 message(s)"
+    assert cli(settings, "status").exit_code == 0
+
+
+def test_reason_line_of_an_old_sqlalchemy_traceback() -> None:
+    old = """Traceback (most recent call last):
+  File "x.py", line 1, in <module>
+sqlite3.OperationalError: database or disk is full
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "y.py", line 2, in run
+sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) database or disk is full
+[SQL: INSERT INTO boards (game) VALUES (?)]
+[parameters: ('amoeba',)]
+(Background on this error at: https://sqlalche.me/e/20/e3q8)"""
+    assert reason_line(old) == ("sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) "
+                                "database or disk is full")
+    assert reason_line("ZeroDivisionError: division by zero\n\nTraceback ...") == \
+        "ZeroDivisionError: division by zero"
+
+
+def test_mail_that_does_not_move_is_one_incident(mailer: Mailer, db: Database,
+                                                  settings: Settings) -> None:
+    mailer.signup("alice")
+    hour_ago = utcnow() - timedelta(hours=1)
+    with db.transaction() as s:  # the relay has taken nothing for an hour
+        s.execute(update(OutboxMessage).values(created_at=hour_ago, next_attempt_at=hour_ago))
+    now = utcnow()
+    assert run_alerts(db, settings, now) == 0
+    assert run_alerts(db, settings, now + timedelta(minutes=1)) == 1
+    assert run_alerts(db, settings, now + timedelta(minutes=5)) == 0
+    (mail,) = admin_mails(db, settings)
+    assert mail.to_addr == "postmaster@localhost"  # no admin_address: the postmaster
+    assert mail.subject == "pbmserv: mail is not moving"
+    assert "outgoing mail is not going out: 1 mail(s) due for more than 15 minutes" in \
+        " ".join(mail.body.split())
+    with db.reading() as s:
+        (alert,) = s.scalars(select(Alert))
+        assert alert.kind == AlertKind.QUEUE_LATE and alert.count == 3
+
+
+def test_the_daily_report_comes_once_a_day_at_its_hour(mailer: Mailer, db: Database,
+                                                       settings: Settings) -> None:
+    settings = replace(settings, daily_report=7)
+    mailer.signup("alice")
+    Sender(db, settings).send_due()
+    morning = datetime(2030, 5, 6, 7, 0, 30, tzinfo=utcnow().tzinfo)
+    assert run_alerts(db, settings, morning - timedelta(hours=1)) == 0
+    assert run_alerts(db, settings, morning) == 1
+    Sender(db, settings).send_due()  # (else, in 2030, the report is late mail)
+    assert run_alerts(db, settings, morning + timedelta(minutes=30)) == 0
+    Sender(db, settings).send_due()
+    assert run_alerts(db, settings, morning + timedelta(days=1)) == 1
+    mails = admin_mails(db, settings)
+    assert [m.subject for m in mails] == ["pbmserv: daily report 2030-05-06",
+                                          "pbmserv: daily report 2030-05-07"]
+    assert "  failed          0 incoming, 0 outgoing" in mails[0].body
+    assert "This report comes every day at 7:00 UTC" in " ".join(mails[0].body.split())
+    assert cli(settings, "status").exit_code == 0  # a report is no incident
