@@ -155,9 +155,9 @@ PURGE_BATCH = 1000
 
 def purge_mail(db: Database, older_than: timedelta,
                now: datetime | None = None) -> tuple[int, int]:
-    """Delete processed mail (done or ignored) received, and outgoing mail (sent or
-    discarded) made, before ``older_than`` ago, and reset codes expired by then;
-    failed and waiting mail stays.  Returns how many (incoming, outgoing) mails went.
+    """Delete processed mail (done or ignored) received, and outgoing mail (sent,
+    discarded, bounced or held back from a bouncing address) made, before
+    ``older_than`` ago, and reset codes expired by then; failed and waiting mail stays.  Returns how many (incoming, outgoing) mails went.
     A thousand rows a transaction."""
     cutoff = (now or utcnow()) - older_than
     old_in = (select(InboundMessage.id)
@@ -165,7 +165,9 @@ def purge_mail(db: Database, older_than: timedelta,
                      InboundMessage.received_at < cutoff)
               .order_by(InboundMessage.id).limit(PURGE_BATCH))
     old_out = (select(OutboxMessage.id)
-               .where(OutboxMessage.status.in_((OutboxStatus.SENT, OutboxStatus.DISCARDED)),
+               .where(OutboxMessage.status.in_((OutboxStatus.SENT, OutboxStatus.DISCARDED,
+                                                OutboxStatus.BOUNCED,
+                                                OutboxStatus.SUPPRESSED)),
                       OutboxMessage.created_at < cutoff)
                .order_by(OutboxMessage.id).limit(PURGE_BATCH))
     inbox = out = 0
