@@ -157,8 +157,9 @@ def purge_mail(db: Database, older_than: timedelta,
                now: datetime | None = None) -> tuple[int, int]:
     """Delete processed mail (done or ignored) received, and outgoing mail (sent,
     discarded, bounced or held back from a bouncing address) made, before
-    ``older_than`` ago, and reset codes expired by then; failed and waiting mail stays.  Returns how many (incoming, outgoing) mails went.
-    A thousand rows a transaction."""
+    ``older_than`` ago, and reset codes expired by then; failed and waiting mail
+    stays.  Returns how many (incoming, outgoing) mails went.  A thousand rows a
+    transaction."""
     cutoff = (now or utcnow()) - older_than
     old_in = (select(InboundMessage.id)
               .where(InboundMessage.status.in_((InboundStatus.DONE, InboundStatus.IGNORED)),
