@@ -280,8 +280,8 @@ class Refusing:
 
     async def handle_RCPT(self, server: Any, session: Any, envelope: Envelope, address: str,
                           options: list[str]) -> str:
-        if address.startswith("gone@"):
-            return "550 5.1.1 <gone@example.org>: Recipient address rejected: User unknown"
+        if address.startswith("gone"):
+            return f"550 5.1.1 <{address}>: Recipient address rejected: User unknown"
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
@@ -343,3 +343,30 @@ def test_the_relays_5xx_counts_as_a_bounce_or_tells_the_administrator(
     assert status.exit_code == 3, status.output
     assert "attend   2 outgoing mail(s) refused for good" in status.output
     assert status.output.endswith("health   ok, but needs you\n")
+
+
+def test_a_bounce_storm_is_one_incident_that_needs_a_person(
+        db: Database, settings: Settings, refusing: tuple[Refusing, int]) -> None:
+    _, port = refusing
+    relayed = replace(settings, relay=("127.0.0.1", port))
+    with db.transaction() as s:  # the relay refuses 25 addresses within minutes
+        for n in range(25):
+            queue_mail(s, relayed, to=f"gone{n}@example.org", subject="Test", body="x\n")
+    Sender(db, relayed).send_due()
+    with db.reading() as s:
+        (storm,) = s.scalars(select(Alert))
+        assert storm.kind == AlertKind.BOUNCE_STORM and storm.count == 6  # the 20th on
+        assert storm.first_detail.startswith("20 bounces within an hour; the last: "
+                                             "gone19@example.org: the relay answered 550")
+    status = cli(relayed, "status")
+    assert status.exit_code == 3
+    assert "attend   a bounce storm since " in status.output
+    assert run_alerts(db, relayed, utcnow() + timedelta(minutes=2)) == 1
+    with db.reading() as s:
+        alert = s.scalars(select(OutboxMessage).where(
+            OutboxMessage.to_addr == "postmaster@localhost")).one()
+    assert alert.subject == "pbmserv: many bounces"
+    assert "  pbmserv users clear-bounces --all      once our mail is taken again" in alert.body
+    cleared = cli(relayed, "users", "clear-bounces", "--all")
+    assert cleared.output == "cleared 25 address(es): mailed again\n"
+    assert cli(relayed, "status").exit_code == 0  # the storm is dealt with

@@ -41,7 +41,7 @@ def users_clear_bounces(settings: Settings, address: str | None, every: bool) ->
     if (address is None) == (not every):
         raise click.UsageError("give an ADDRESS (see 'pbmserv users bounces') or --all")
     with database(settings).transaction() as session:
-        cleared = bounces.clear(session, address)
+        cleared = bounces.clear(session, address, utcnow())
     if address is not None and not cleared:
         raise click.ClickException(f"{address} has no bounces")
     click.echo(f"cleared {cleared} address(es): mailed again")

@@ -147,9 +147,10 @@ def resume(session: Session, address: str) -> Resumed | None:
     return lifted
 
 
-def clear(session: Session, address: str | None) -> int:
+def clear(session: Session, address: str | None, now: datetime | None = None) -> int:
     """Forget the bounces and lift the suspension of ``address`` (every address if
-    None); returns how many addresses were cleared."""
+    None: a bounce storm is then over, the administrator has dealt with it); returns
+    how many addresses were cleared."""
     addresses = set(session.scalars(select(Bounce.address).distinct())) | set(
         session.scalars(select(MailSuspension.address)))
     if address is not None:
@@ -157,6 +158,10 @@ def clear(session: Session, address: str | None) -> int:
     for each in addresses:
         session.execute(delete(Bounce).where(Bounce.address == each))
         session.execute(delete(MailSuspension).where(MailSuspension.address == each))
+    if address is None and now is not None:
+        session.execute(update(Alert).where(Alert.kind == AlertKind.BOUNCE_STORM,
+                                            Alert.closed_at.is_(None))
+                        .values(closed_at=now).execution_options(synchronize_session=False))
     return len(addresses)
 
 
