@@ -83,7 +83,10 @@ def test_signoff_refused_while_playing_then_done(mailer: Mailer) -> None:
     mailer.reply("honeydonuts resign 101 bob pw-bob")
     assert "is closed" in mailer.reply("signoff bob pw-bob")
     assert "there is no user 'bob'" in mailer.reply("honeydonuts challenge alice bob")
-    assert "Welcome, bob!" in mailer.reply("signup bob again-pw")  # the userid is free again
+    # the userid is kept for bob's own address for a year, then free for anyone
+    assert flat(mailer.reply("signup bob again-pw")).startswith(
+        "> signup ... ERROR: the userid 'bob' belonged to a player who signed off on ")
+    assert "Welcome, bob!" in mailer.reply("signup bob again-pw", sender="bob@example.org")
 
 
 def test_challenge_starts_board_and_mails_both_players(mailer: Mailer) -> None:

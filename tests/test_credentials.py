@@ -4,11 +4,17 @@ void the old ones (reset codes, move-by-reply addresses), telling the old addres
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, update
+from starlette.testclient import TestClient
 
-from pbmserv.db.models import OutboxMessage
+from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
+from pbmserv.db.models import OutboxMessage, User
 from pbmserv.db.session import Database
+from pbmserv.web import create_app
 from tests.conftest import Mailer
 
 CODE = re.compile(r"reset (\w+) ([a-z2-9]{4}-[a-z2-9]{4}-[a-z2-9]{4}) <new password>")
@@ -155,3 +161,42 @@ def test_an_address_change_tells_the_old_address_and_voids_its_code(
     assert "not a valid reset code for alice" in text
     assert "a reply address the server did not give out" in flat(
         by_reply(mailer, board_mail.reply_to, "a1-b1", sender="thief@evil.example"))
+
+
+def test_a_signed_off_userid_is_kept_and_its_boards_still_name_the_player(
+        mailer: Mailer, db: Database, settings: Settings) -> None:
+    mailer.signup("alice", "bob")
+    mailer.reply("honeydonuts challenge alice bob")
+    mailer.reply("honeydonuts resign 101 bob pw-bob", sender="bob@example.org")
+    assert "is closed" in mailer.reply("signoff bob pw-bob", sender="bob@example.org")
+    text = mailer.reply("signup bob thief-pass-1", sender="alice@example.org")
+    assert flat(text).startswith(
+        "> signup ... ERROR: the userid 'bob' belonged to a player who signed off "
+        f"on {utcnow():%Y-%m-%d}; it stays theirs until "
+        f"{utcnow() + timedelta(days=365):%Y-%m-%d} (their finished games still name them): "
+        "choose another")
+    client = TestClient(create_app(db, settings))
+    page = client.get("/players/bob")
+    assert page.status_code == 200
+    assert f"bob signed off on {utcnow():%Y-%m-%d}; their games are kept here." in page.text
+    assert "/boards/honeydonuts/101" in page.text
+    # after the time kept, the userid is anyone's (userid_reserve_days)
+    with db.transaction() as s:
+        s.execute(update(User).where(User.closed_at.is_not(None))
+                  .values(closed_at=utcnow() - timedelta(days=366)))
+    assert "Welcome, bob!" in mailer.reply("signup bob new-owner-1", sender="new@example.org")
+    assert client.get("/players/bob").status_code == 200
+
+
+def test_redirects_never_name_the_host_the_request_gave(db: Database,
+                                                        settings: Settings) -> None:
+    client = TestClient(create_app(db, settings), base_url="http://evil.example")
+    response = client.get("/tournaments/?before=5", follow_redirects=False)
+    assert response.status_code == 308
+    assert response.headers["location"] == "/tournaments?before=5"
+    configured = replace(settings, web_url="https://games.example.org")
+    client = TestClient(create_app(db, configured), base_url="http://evil.example")
+    response = client.get("/players/a+b/", follow_redirects=False)
+    assert response.headers["location"] == "https://games.example.org/players/a%2Bb"
+    assert client.get("/nowhere/", follow_redirects=False).status_code == 404
+    assert client.post("/tournaments").status_code == 405

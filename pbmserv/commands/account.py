@@ -38,7 +38,9 @@ class Signup(Command):
     def run(self, ctx: Context, inv: Invocation) -> Result:
         email = inv.args[2] if len(inv.args) > 2 else ctx.sender
         ctx.passwords.add(inv.args[1])
-        user = open_account(ctx.session, inv.args[0], inv.args[1], email)
+        user = open_account(ctx.session, inv.args[0], inv.args[1], email,
+                            reserve_days=ctx.settings.userid_reserve_days,
+                            now=ctx.service.now)
         return Result(render("commands/signup.txt.j2", userid=user.userid, email=user.email),
                       subject=f"pbmserv: welcome, {user.userid}")
 

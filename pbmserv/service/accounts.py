@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.orm import Session
@@ -156,11 +156,34 @@ def check_email(email: str) -> str:
     return email.lower()
 
 
-def open_account(session: Session, userid: str, password: str, email: str) -> User:
+def closed_account(session: Session, userid: str) -> User | None:
+    """The account of ``userid`` closed last, if one was (see ``close_account``)."""
+    if not USERID_RE.match(userid):
+        return None
+    # the keys "userid#closedN", as a range: it follows the index of users.key
+    prefix = f"{userid.lower()}#closed"
+    return session.scalar(
+        select(User).where(User.key >= prefix, User.key < prefix[:-1] + "e",
+                           User.closed_at.is_not(None))
+        .order_by(User.closed_at.desc(), User.id.desc()).limit(1))
+
+
+def open_account(session: Session, userid: str, password: str, email: str, *,
+                 reserve_days: int = 0, now: datetime | None = None) -> User:
+    """A new account.  A userid whose account closed less than ``reserve_days`` ago is
+    kept for that account's address: its old boards still name that player."""
     check_userid(userid)
     email = check_email(email)
     if session.scalar(select(User.id).where(User.key == userid.lower())) is not None:
         raise PlayerError(f"the userid {userid!r} is taken; choose another")
+    closed = closed_account(session, userid) if reserve_days else None
+    if closed is not None and closed.closed_at is not None and closed.email != email:
+        free_from = closed.closed_at + timedelta(days=reserve_days)
+        if (now or utcnow()) < free_from:
+            raise PlayerError(
+                f"the userid {userid!r} belonged to a player who signed off on "
+                f"{closed.closed_at:%Y-%m-%d}; it stays theirs until {free_from:%Y-%m-%d} "
+                "(their finished games still name them): choose another")
     check_new_password(password)
     user = User(key=userid.lower(), userid=userid, password_hash=hash_password(password),
                 email=email)

@@ -5,13 +5,14 @@ pbmserv's schema, else 503 and why, in one line) and ``/metrics`` (Prometheus)."
 from __future__ import annotations
 
 import logging
+from urllib.parse import quote
 
 from sqlalchemy.exc import DBAPIError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Match, Route
 
 from pbmserv.config import Settings
 from pbmserv.db import migrate
@@ -67,6 +68,24 @@ def create_app(db: Database, settings: Settings) -> Starlette:
     def metrics(request: Request) -> Response:
         return Response(exposition(registry), media_type=METRICS_TYPE)
 
+    def trailing_slash(request: Request) -> Response:
+        """An address with a slash too many (/tournaments/) is sent to the one without,
+        at the configured web_url or as a path alone: never at the Host the request
+        named (Starlette's own redirect would put that in Location)."""
+        path = request.url.path
+        asked = {"type": "http", "path": path, "root_path": "", "method": request.method}
+        if any(route.matches(asked)[0] is Match.PARTIAL for route in routes):
+            raise HTTPException(405, headers={"Allow": "GET, HEAD"})
+        target = path.rstrip("/") or "/"
+        scope = {"type": "http", "path": target, "root_path": "", "method": "GET"}
+        if path != target and any(route.matches(scope)[0] is Match.FULL
+                                  for route in routes):
+            query = request.url.query
+            location = (settings.web_url or "") + quote(target) + (f"?{query}" if query
+                                                                   else "")
+            return RedirectResponse(location, status_code=308)
+        raise HTTPException(404, "there is no such page")
+
     routes = [
         Route("/", pages.home, methods=["GET"]),
         Route("/play", pages.play, methods=["GET"]),
@@ -80,5 +99,9 @@ def create_app(db: Database, settings: Settings) -> Starlette:
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: error,
-                                                        DBAPIError: database_down})
+    app = Starlette(routes=[*routes, Route("/{path:path}", trailing_slash,
+                                                methods=["GET", "HEAD", "POST", "PUT",
+                                                         "DELETE", "PATCH", "OPTIONS"])],
+                    exception_handlers={HTTPException: error, DBAPIError: database_down})
+    app.router.redirect_slashes = False
+    return app
