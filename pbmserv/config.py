@@ -9,7 +9,6 @@ defaults below.  ``PBMSERV_CONFIG=""`` reads no file at all.
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -94,9 +93,6 @@ class Settings:
     purge_days: int = DEFAULT_PURGE_DAYS
     #: a userid whose account closed is kept from others this many days
     userid_reserve_days: int = DEFAULT_USERID_RESERVE_DAYS
-    #: where players reach the web pages (https://games.example.org), for absolute
-    #: redirects; None: redirects give the path alone
-    web_url: str | None = None
     #: where ``serve`` listens: SMTP (host:port, or None for no SMTP) and LMTP
     #: (host:port or the path of a Unix socket, or None)
     smtp: str | None = DEFAULT_SMTP
@@ -143,7 +139,8 @@ class Settings:
     #: bounces within ``bounce_days`` after which an address is no longer mailed
     bounce_threshold: int = 3
     bounce_days: int = 7
-    #: where the web pages are seen from outside (https://games.example.org), if they are
+    #: where the web pages are seen from outside (https://games.example.org), if they are:
+    #: the one-click unsubscribe link, and absolute redirects (None: the path alone)
     web_url: str | None = None
     #: the settings file these settings were read from, if any
     source: Path | None = None
@@ -425,16 +422,6 @@ def _reply_size(raw: Any) -> int:
     return value
 
 
-def _web_url(raw: Any) -> str | None:
-    text = _text(raw)
-    if not text:
-        return None
-    if not re.fullmatch(r"https?://[A-Za-z0-9.:\[\]-]+(/[^\s?#]*)?", text):
-        raise ValueError("write the address the web pages are reached at, like "
-                         "https://games.example.org (no query), or nothing")
-    return text.rstrip("/")
-
-
 def _level(raw: Any) -> str:
     level = _text(raw).lower()
     if level not in LOG_LEVELS:
@@ -522,8 +509,6 @@ KEYS: dict[str, tuple[str, str]] = {
                                  "days by 'serve' itself (0: kept)"),
     "userid_reserve_days": ("userid_reserve_days", "days a signed-off player's userid is "
                                                    "kept from others (0: free at once)"),
-    "web_url": ("web_url", "the address players reach the web pages at, for absolute "
-                           "redirects (empty: redirects give the path alone)"),
     "smtp": ("smtp", "where 'serve' listens for SMTP: host:port, or off"),
     "lmtp": ("lmtp", "where 'serve' listens for LMTP: host:port, a Unix socket's path, or off"),
     "lmtp_socket_mode": ("lmtp_socket_mode", "an LMTP Unix socket's mode, in octal"),
@@ -564,12 +549,12 @@ KEYS: dict[str, tuple[str, str]] = {
                                              "address is no longer mailed"),
     "bounce_days": ("bounce_days", "the days over which bounces are counted"),
     "web_url": ("web_url", "where the web pages are seen from outside (https://...), for "
-                           "the one-click unsubscribe link; empty: none"),
+                           "the one-click unsubscribe link and redirects; empty: none"),
 }
 PARSERS: dict[str, Any] = {
     "database_url": _database_url, "address": _addresses, "name": _name, "relay": _relay,
     "maildir": _path, "max_size": _size, "max_reply": _reply_size, "purge_days": _number,
-    "web_url": _web_url, "userid_reserve_days": _number,
+    "userid_reserve_days": _number,
     "smtp": parse_listen,
     "lmtp": parse_listen, "lmtp_socket_mode": _mode, "lmtp_socket_group": _group,
     "workers": _number, "log_level": _level, "log_file": _optional_path, "syslog": _flag,
