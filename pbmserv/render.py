@@ -38,6 +38,9 @@ _HANGING = re.compile(r"^(\s*(?:- |\S+\s{2,}))")
 
 #: a word that is a web or mail address: never cut when wrapping
 _URL = re.compile(r"<?(https?://|ftp://|www\.|mailto:)\S+$", re.I)
+#: the white space that textwrap turns into spaces (a line holding none, and short
+#: enough, it leaves as it is)
+_FITS = frozenset("\t\n\x0b\x0c\r")
 
 
 def wrap(text: str, width: int = LINE_WIDTH, indent: str = "") -> str:
@@ -58,6 +61,11 @@ def wrap(text: str, width: int = LINE_WIDTH, indent: str = "") -> str:
         room = max(1, width - len(rest))
         words = body.lstrip()
         has_url = any(len(w) > room and _URL.match(w) for w in words.split())
+        first = indent + " " * lead
+        if not has_url and len(first) + len(words) <= width and _FITS.isdisjoint(words):
+            # a line that fits is what textwrap would give (the most lines of a mail)
+            out.append(first + words)
+            continue
         if has_url:
             # a long URL stays whole on a line of its own (a broken one cannot be
             # followed); any other long word is cut to fit, as it would be anyway
@@ -65,7 +73,7 @@ def wrap(text: str, width: int = LINE_WIDTH, indent: str = "") -> str:
                              " ".join(w[i:i + room] for i in range(0, len(w), room))
                              for w in words.split(" "))
         out.extend(
-            textwrap.wrap(words, width=width, initial_indent=indent + " " * lead,
+            textwrap.wrap(words, width=width, initial_indent=first,
                           subsequent_indent=rest, break_long_words=not has_url,
                           break_on_hyphens=False)
         )

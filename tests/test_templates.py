@@ -23,3 +23,21 @@ def test_render_strips_trailing_spaces() -> None:
     out = render("commands/change.txt.j2", user=type("U", (), {"userid": "a", "email": "e"}),
                  what="address")
     assert out == "Mail for a now goes to e.\n"
+
+
+@pytest.mark.parametrize("line", [
+    "x" * 76, "a  b   c", "  - item  with  gaps", "b3-b5   the move", "tab\there", "cr\rhere",
+    "no\xa0break\u3000space", "é" * 76, "é" * 77, "  " + "w" * 74, "  " + "w" * 75,
+    "see http://example.org/" + "p" * 80 + " now",
+])
+@pytest.mark.parametrize("indent", ["", "  "])
+def test_wrap_of_a_line_that_fits_is_textwraps(line: str, indent: str) -> None:
+    import textwrap
+
+    out = wrap(line, 76, indent)
+    lead = len(line) - len(line.lstrip())
+    expected = textwrap.wrap(line.lstrip(), width=76, initial_indent=indent + " " * lead,
+                             break_on_hyphens=False)
+    if len(indent) + len(line) <= 76 and "http" not in line:
+        assert out == expected[0] and len(expected) == 1
+    assert all(len(x) <= 76 for x in out.split("\n") if "http" not in x)
