@@ -289,6 +289,15 @@ def test_mail_for_watchers_and_notify_says_why_and_how_to_stop(mailer: Mailer) -
     assert "You get this mail" not in mails["bob@example.org"]
     html = {m.to_addr: m.html_body or "" for m in out}
     assert "you asked to hear of every finished Honeydonuts" in flat(html["dave@example.org"])
+    # a watcher is told so also when the mover's own copy is the reply
+    mailer.reply("honeydonuts challenge alice bob")
+    mailer.reply("honeydonuts subscribe 102 carol pw-carol", sender="carol@example.org")
+    mailer.reply("honeydonuts notify dave pw-dave off", sender="dave@example.org")
+    out = mailer.send("honeydonuts move 102 alice pw-alice a1-a2")
+    [watched] = [m.body for m in out if m.to_addr == "carol@example.org"]
+    assert watched.endswith(
+        "\n\nYou get this mail because you watch Honeydonuts board 102; \"honeydonuts\n"
+        "unsubscribe 102 carol <password>\" stops it.\n")
 
 
 def test_users_list_shows_bots_as_bots(mailer: Mailer, settings: Settings) -> None:
