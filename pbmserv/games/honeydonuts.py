@@ -97,6 +97,10 @@ def _shifted(cells: str, move: Shift) -> str:
     return "".join(out)
 
 
+#: every move there is, legal or not: each line shifted either way
+_ALL_SHIFTS = tuple(Shift(i, fwd) for i in range(len(LINES)) for fwd in (True, False))
+
+
 class HoneyDonuts(Engine[Position, Shift]):
     name = "honeydonuts"
     title = "Honeydonuts"
@@ -146,8 +150,7 @@ class HoneyDonuts(Engine[Position, Shift]):
     def legal_moves(self, pos: Position) -> list[Shift]:
         if self._king_lost(pos) is not None:
             return []
-        moves = (Shift(i, fwd) for i in range(len(LINES)) for fwd in (True, False))
-        return [m for m in moves if self._refusal(pos, m) is None]
+        return [m for m in _ALL_SHIFTS if self._refusal(pos, m) is None]
 
     def parse_move(self, pos: Position, text: str) -> Shift:
         move = self._read(text)
@@ -201,7 +204,8 @@ class HoneyDonuts(Engine[Position, Shift]):
         if lost is not None:
             return Outcome(1 - lost, Termination.KING_OFF,
                            f"{self.seats[lost]}'s King was pushed off the board")
-        if not self.legal_moves(pos):
+        # one legal move is enough (every move played asks this: not all of them)
+        if not any(self._refusal(pos, m) is None for m in _ALL_SHIFTS):
             return Outcome(1 - pos.turn, Termination.NO_MOVES,
                            f"{self.seats[pos.turn]} has no legal move")
         return None
