@@ -119,3 +119,18 @@ def test_a_reply_never_grows_past_its_cap(db: Database, settings: Settings) -> N
     text = small.reply("list honeydonuts")
     assert len(text.encode()) <= 4096
     assert "(the rest of this reply is left out: a reply to one mail is at most 4 KB)" in text
+
+
+def test_a_players_boards_are_listed_fifty_at_most(mailer: Mailer, db: Database) -> None:
+    mailer.signup("alice", "bob")
+    boards(db, 60)
+    lines = mailer.reply("honeydonuts games alice all").splitlines()
+    assert lines[1] == "Honeydonuts boards of alice (all):"
+    numbers = [line.split()[0] for line in lines[2:52]]
+    assert numbers == [str(n) for n in range(111, 161)]  # the newest fifty, in order
+    note = " ".join(" ".join(lines[52:]).split(" --")[0].split())
+    assert note == ("(the newest 50 are listed; the web page of alice has them all, a "
+                    "page at a time)")
+    next_lines = mailer.reply("honeydonuts games alice next").splitlines()
+    assert len([line for line in next_lines if line.startswith("  1")]) == 50  # alice moves
+    assert "none" in mailer.reply("honeydonuts games bob next")

@@ -38,6 +38,10 @@ class Ratings(Command):
                       subject=f"{engine.title} ratings")
 
 
+#: the most players 'standings' lists (the best first)
+STANDINGS_SHOWN = 100
+
+
 @command
 class Standings(Command):
     name = "standings"
@@ -47,8 +51,9 @@ class Standings(Command):
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         engine = inv.engine
+        rows = standings(ctx.session, engine.name)
         return Result(render("commands/standings.txt.j2", engine=engine,
-                             rows=standings(ctx.session, engine.name)),
+                             rows=rows[:STANDINGS_SHOWN], left=len(rows) - STANDINGS_SHOWN),
                       subject=f"{engine.title} standings")
 
 

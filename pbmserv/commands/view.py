@@ -15,6 +15,7 @@ from pbmserv.service.accounts import existing_user
 from pbmserv.service.boards import load_board, position_at, position_of
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import move_hint
+from pbmserv.service.pages import PAGE_SIZE
 
 GAME_FILTERS = ("active", "all", "inactive", "next")
 
@@ -27,19 +28,20 @@ def user_boards(ctx: Context, inv: Invocation, userid: str, which: str) -> Resul
     query = (
         select(Board).join(BoardPlayer)
         .where(Board.game == engine.name, BoardPlayer.user_id == user.id)
-        .distinct().order_by(Board.number)
+        .distinct().order_by(Board.number.desc()).limit(PAGE_SIZE + 1)
     )
     if which in ("active", "next"):
         query = query.where(Board.status == BoardStatus.ACTIVE)
     elif which == "inactive":
         query = query.where(Board.status == BoardStatus.FINISHED)
+    if which == "next":  # the player's seat is the one to move
+        query = query.where(BoardPlayer.seat == Board.to_move)
     boards = list(ctx.session.scalars(query).unique())
-    if which == "next":
-        boards = [b for b in boards
-                  if any(p.seat == b.to_move and p.user_id == user.id for p in b.players)]
-    rows = [(b, status_line(engine, b)) for b in boards]
+    more = len(boards) > PAGE_SIZE
+    rows = [(b, status_line(engine, b)) for b in boards[:PAGE_SIZE]][::-1]
     return Result(
-        render("commands/games.txt.j2", engine=engine, user=user, which=which, rows=rows),
+        render("commands/games.txt.j2", engine=engine, user=user, which=which, rows=rows,
+               more=more, size=PAGE_SIZE),
         subject=f"{engine.title} boards of {user.userid}",
     )
 
