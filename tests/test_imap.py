@@ -5,6 +5,7 @@ dropped connection, a wrong password and a missing folder told to the administra
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -258,3 +259,30 @@ def status_of(settings: Settings) -> Result:
 def validity(server: Dovecot) -> int:
     with server.client() as client:
         return int(client.select_folder("INBOX")[b"UIDVALIDITY"])
+
+
+def test_a_mail_that_comes_between_the_search_and_the_idle_ends_the_idle(
+        dovecot: Dovecot, db: Database, settings: Settings, tmp_path: Path) -> None:
+    """The server tells of it with its "+ idling" (read into the client's buffer with
+    it, where no poll of the socket sees it): IDLE must end at once, not at its renewal
+    minutes later."""
+    intake = ImapIntake(db, imap_settings(settings, dovecot, tmp_path))
+    client = connect(intake.settings)
+    try:
+        uidvalidity = select_folder(client, intake.settings)
+        assert intake.take_new(client, uidvalidity) == 0
+        dovecot.deliver(mail("help", 1))  # after the SEARCH, before the IDLE
+        ended = threading.Event()
+
+        def idle() -> None:
+            intake._idle(client)
+            ended.set()
+
+        waiter = threading.Thread(target=idle)
+        waiter.start()
+        wait_for(ended.is_set, lambda: "IDLE did not end for the mail that came before it")
+        waiter.join()
+        assert intake.take_new(client, uidvalidity) == 1
+    finally:
+        intake._stopping.set()
+        client.logout()
