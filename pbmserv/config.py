@@ -142,6 +142,17 @@ class Settings:
     #: where the web pages are seen from outside (https://games.example.org), if they are:
     #: the one-click unsubscribe link, and absolute redirects (None: the path alone)
     web_url: str | None = None
+    #: days an account may wait for the answer to its confirmation mail; then it lapses
+    confirm_days: int = 7
+    #: the limits that keep one mail, or one sender, from making many mails
+    signups_per_sender_day: int = 5
+    challenges_per_sender_day: int = 20
+    challenges_per_player_day: int = 10
+    seeks_per_player: int = 10
+    tournaments_per_creator: int = 3
+    subscribers_per_board: int = 20
+    mails_per_address_hour: int = 60
+    replies_per_sender_hour: int = 30
     #: the settings file these settings were read from, if any
     source: Path | None = None
     #: where each key's value came from, when not the default: (key, FILE or ENVIRONMENT
@@ -408,6 +419,13 @@ def _number(raw: Any) -> int:
     return value
 
 
+def _limit(raw: Any) -> int:
+    value = _number(raw)
+    if value < 1:
+        raise ValueError("must be at least 1")
+    return value
+
+
 def _size(raw: Any) -> int:
     value = _number(raw)
     if value < 1024:
@@ -550,6 +568,26 @@ KEYS: dict[str, tuple[str, str]] = {
     "bounce_days": ("bounce_days", "the days over which bounces are counted"),
     "web_url": ("web_url", "where the web pages are seen from outside (https://...), for "
                            "the one-click unsubscribe link and redirects; empty: none"),
+    "confirm_days": ("confirm_days", "days a new account may wait for the answer to its "
+                                     "confirmation mail before it lapses"),
+    "signups_per_sender_day": ("signups_per_sender_day",
+                               "accounts one sender address may open in 24 hours"),
+    "challenges_per_sender_day": ("challenges_per_sender_day",
+                                  "boards one sender address may start by challenge in "
+                                  "24 hours"),
+    "challenges_per_player_day": ("challenges_per_player_day",
+                                  "boards started by challenge in which one player is named, "
+                                  "in 24 hours"),
+    "seeks_per_player": ("seeks_per_player", "open challenges (seeks) one player may have"),
+    "tournaments_per_creator": ("tournaments_per_creator",
+                                "tournaments not yet over that one player may have created"),
+    "subscribers_per_board": ("subscribers_per_board", "spectators one board may have"),
+    "mails_per_address_hour": ("mails_per_address_hour",
+                               "mails to one address in an hour; later ones are held and "
+                               "come folded into one mail"),
+    "replies_per_sender_hour": ("replies_per_sender_hour",
+                                "replies to one sender in an hour; later ones are held and "
+                                "come folded into one mail"),
 }
 PARSERS: dict[str, Any] = {
     "database_url": _database_url, "address": _addresses, "name": _name, "relay": _relay,
@@ -565,6 +603,10 @@ PARSERS: dict[str, Any] = {
     "imap_done": _imap_done, "subaddressing": _flag,
     "admin_address": _one_address, "daily_report": _hour,
     "bounce_threshold": _at_least_one, "bounce_days": _at_least_one, "web_url": _url,
+    **{key: _limit for key in (
+        "confirm_days", "signups_per_sender_day", "challenges_per_sender_day",
+        "challenges_per_player_day", "seeks_per_player", "tournaments_per_creator",
+        "subscribers_per_board", "mails_per_address_hour", "replies_per_sender_hour")},
 }
 #: settings shown as *** by ``config show``
 SECRET_KEYS = ("secret", "relay_password", "imap_password")

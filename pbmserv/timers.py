@@ -32,6 +32,7 @@ from pbmserv.notifications.alerts import mail_alerts
 from pbmserv.notifications.digest import digest
 from pbmserv.notifications.lists import DIGEST, list_fields
 from pbmserv.notifications.outbox import queue_mail
+from pbmserv.service.confirmations import lapse_due
 from pbmserv.service.games import GameService
 from pbmserv.service.mail_prefs import next_digest
 
@@ -84,6 +85,16 @@ def _clock_one_by_one(db: Database, settings: Settings, now: datetime | None) ->
             with db.transaction() as session:
                 GameService(session, now).postpone_clock(board_id, RETRY_AFTER)
     return len(ids)
+
+
+def run_lapses(db: Database, settings: Settings, now: datetime | None = None) -> int:
+    """Close the accounts whose confirmation never came (``confirm_days``); returns
+    how many."""
+    with db.transaction() as session:
+        closed = lapse_due(session, now or utcnow(), settings.confirm_days)
+    if closed:
+        log.info("accounts: %d unconfirmed account(s) lapsed", closed)
+    return closed
 
 
 def run_digests(db: Database, settings: Settings, now: datetime | None = None) -> int:

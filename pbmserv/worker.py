@@ -24,7 +24,7 @@ from pbmserv.db.problems import describe, explain
 from pbmserv.db.session import Database
 from pbmserv.processing import process_pending
 from pbmserv.sender.delivery import Sender
-from pbmserv.timers import run_alerts, run_clocks, run_digests, run_purge
+from pbmserv.timers import run_alerts, run_clocks, run_digests, run_lapses, run_purge
 
 log = logging.getLogger(__name__)
 #: how often the clock looks for due boards
@@ -93,7 +93,7 @@ class WorkLoop:
             failures.append(exc)
         if time.monotonic() >= self._next_clock:
             self._next_clock = time.monotonic() + self.clock_every
-            for job in (run_clocks, run_digests, run_alerts):
+            for job in (run_clocks, run_digests, run_alerts, run_lapses):
                 try:
                     job(self.db, self.settings)
                 except Exception as exc:

@@ -142,20 +142,31 @@ class Mailer:
         return replies[0].body
 
     def signup(self, *userids: str) -> None:
-        """Accounts ``uid`` with the password ``pw-uid``, at ``uid@example.org``.  One
-        shorter than a new password may be (pw-bob) is given as an account from before
-        that rule has it: signed up with a long one, then set straight in the database
-        (a short old password still opens its account)."""
+        """Accounts ``uid`` with the password ``pw-uid``, at ``uid@example.org``, confirmed
+        as their players would: each replies to the reply to its signup (whose Subject is
+        the command that confirms it).  One shorter than a new password may be (pw-bob)
+        is given as an account from before that rule has it: signed up with a long one,
+        then set straight in the database (a short old password still opens its
+        account)."""
         for uid in userids:
             password = f"pw-{uid}"
-            if len(password) >= MIN_PASSWORD:
-                self.reply(f"signup {uid} {password}", sender=f"{uid}@example.org")
-                continue
-            self.reply(f"signup {uid} {password}-long", sender=f"{uid}@example.org")
-            with self.db.transaction() as session:
-                user = session.scalar(select(User).where(User.key == uid.lower()))
-                assert user is not None
-                user.password_hash = hash_password(password)
+            short = len(password) < MIN_PASSWORD
+            out = self.send(f"signup {uid} {password}{'-long' if short else ''}",
+                            sender=f"{uid}@example.org")
+            [reply] = [m for m in out if m.in_reply_to]
+            self.answer(reply)
+            if short:
+                with self.db.transaction() as session:
+                    user = session.scalar(select(User).where(User.key == uid.lower()))
+                    assert user is not None
+                    user.password_hash = hash_password(password)
+
+    def answer(self, mail: OutboxMessage) -> list[OutboxMessage]:
+        """Reply to a mail of the server as a mail program does: 'Re: ' and its Subject,
+        the mail quoted below; from the address it went to."""
+        quoted = "\n".join("> " + line for line in mail.body.splitlines())
+        return self.send(f"Re: {mail.subject}", f"\n\nOn a day, pbmserv wrote:\n{quoted}",
+                         sender=mail.to_addr)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from pbmserv.cli import main
 from pbmserv.config import Settings
@@ -115,6 +115,17 @@ def test_abandon_mails_everyone_and_rates_nobody(mailer: Mailer, settings: Setti
     assert again.exit_code == 1 and "is over already" in again.output
 
 
+def welcomed(mailer: Mailer, db: Database, *userids: str) -> None:
+    """Confirmed accounts, with one mail in and one out for each: the confirmation that
+    welcomes it (the signup and its reply are taken out of the queues)."""
+    mailer.signup(*userids)
+    with db.transaction() as s:
+        signups = list(s.scalars(select(OutboxMessage.inbound_id)
+                                 .where(OutboxMessage.subject.like("confirm %"))))
+        s.execute(delete(OutboxMessage).where(OutboxMessage.inbound_id.in_(signups)))
+        s.execute(delete(InboundMessage).where(InboundMessage.id.in_(signups)))
+
+
 def take_up(mailer: Mailer) -> None:
     """Both players take board 101 up: only then is it rated."""
     for uid in ("alice", "bob"):
@@ -152,7 +163,7 @@ def test_adjudicate_a_draw(mailer: Mailer, settings: Settings, db: Database) -> 
 # -- the inbox and outbox -------------------------------------------------------------------
 def test_purge_keeps_what_is_waiting_or_failed(mailer: Mailer, settings: Settings,
                                                db: Database) -> None:
-    mailer.signup("alice", "bob")
+    welcomed(mailer, db, "alice", "bob")
     with db.transaction() as s:
         s.execute(update(InboundMessage).values(received_at=utcnow() - timedelta(days=40)))
         s.execute(update(OutboxMessage).values(created_at=utcnow() - timedelta(days=40),
@@ -189,7 +200,7 @@ def test_replay_all_failed(mailer: Mailer, settings: Settings, db: Database,
 
 
 def test_outbox_retry_and_discard(mailer: Mailer, settings: Settings, db: Database) -> None:
-    mailer.signup("alice", "bob", "carol")
+    welcomed(mailer, db, "alice", "bob", "carol")
     ids = [m.id for m in outbox(db)]
     with db.transaction() as s:
         s.execute(update(OutboxMessage).where(OutboxMessage.id == ids[0])
@@ -213,7 +224,7 @@ def test_outbox_retry_and_discard(mailer: Mailer, settings: Settings, db: Databa
 def test_a_mail_being_sent_is_neither_retried_nor_discarded(
         mailer: Mailer, settings: Settings, db: Database) -> None:
     """A sender holds it (a slow relay): changed under it, it would go out twice."""
-    mailer.signup("alice", "bob")
+    welcomed(mailer, db, "alice", "bob")
     held, free = [m.id for m in outbox(db)]
     with db.transaction() as s:
         s.execute(update(OutboxMessage).where(OutboxMessage.id == held)
@@ -233,7 +244,7 @@ def test_a_mail_being_sent_is_neither_retried_nor_discarded(
 
 # -- status ---------------------------------------------------------------------------------
 def test_status_tells_the_truth(mailer: Mailer, settings: Settings, db: Database) -> None:
-    mailer.signup("alice")
+    welcomed(mailer, db, "alice")
     healthy = cli(settings, "status")
     assert healthy.exit_code == 0, healthy.output
     assert healthy.output.splitlines() == [
@@ -390,7 +401,7 @@ def test_every_admin_action_leaves_an_audit_line(mailer: Mailer, settings: Setti
 
 def test_outbox_show_and_lists_by_address(mailer: Mailer, settings: Settings,
                                           db: Database) -> None:
-    mailer.signup("alice", "bob")
+    welcomed(mailer, db, "alice", "bob")
     with db.transaction() as s:
         s.execute(update(OutboxMessage).where(OutboxMessage.to_addr == "bob@example.org")
                   .values(status=OutboxStatus.FAILED, attempts=1,

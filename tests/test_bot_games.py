@@ -291,10 +291,18 @@ def test_the_server_runs_the_bots(db: Database, settings: Settings) -> None:
     server = Server(db, settings, "127.0.0.1", free_port(), interval=0.1)
     server.start()
     try:
-        with smtplib.SMTP("127.0.0.1", server.controller.port) as client:
-            for subject in ("signup alice pw-alice", "honeydonuts challenge bot1 alice"):
+        def send(subject: str) -> None:
+            with smtplib.SMTP("127.0.0.1", server.controller.port) as client:
                 client.sendmail("alice@example.org", ["pbmserv@localhost"],
                                 make_mail(subject))
+
+        send("signup alice pw-alice")
+        deadline = time.monotonic() + 60
+        while not read_maildir(settings.maildir):  # the reply: "confirm alice CODE"
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        send(f"Re: {read_maildir(settings.maildir)[0]['Subject']}")
+        send("honeydonuts challenge bot1 alice")
         deadline = time.monotonic() + 60
         while True:
             texts = [text_of(m) for m in read_maildir(settings.maildir)]

@@ -50,9 +50,16 @@ def test_game_help_and_help_topics(mailer: Mailer) -> None:
 
 
 def test_signup_and_duplicate(mailer: Mailer, db: Database) -> None:
-    welcome = mailer.reply("signup alice s3cret-pw")
-    assert "Welcome, alice!" in welcome
-    assert '"honeydonuts challenge alice bot1"' in flat(welcome)
+    [reply] = mailer.send("signup alice s3cret-pw")
+    assert "Welcome, alice!" in reply.body and reply.subject.startswith("confirm alice ")
+    code = reply.subject.split()[2]
+    assert (f'reply to this mail as it is (its Subject is the command that confirms the '
+            f'account), or send "confirm alice {code}". Until then no password opens it, '
+            "nobody can challenge it and nothing else is mailed to it; unconfirmed, it "
+            "lapses at ") in flat(reply.body)
+    [welcome] = mailer.answer(reply)
+    assert welcome.subject == "pbmserv: welcome, alice"
+    assert '"honeydonuts challenge alice bot1"' in flat(welcome.body)
     assert "userid 'ALICE' is taken" in mailer.reply("signup ALICE other-pw")
     with db.transaction() as s:
         user = s.scalar(select(User).where(User.key == "alice"))
@@ -214,18 +221,25 @@ def test_show_games_preview_moves(mailer: Mailer) -> None:
 def test_multiple_runs_every_line_with_one_reply(mailer: Mailer) -> None:
     out = mailer.send("multiple", "signup alice pw1-long\nsignup bob pw2-long bob@example.org\n"
                       "honeydonuts challenge alice bob\nbogus line\n\nnot a command")
-    assert out[0].subject == "pbmserv: 4 commands, 1 refused"
-    body = out[0].body
+    [reply] = [m for m in out if m.in_reply_to]
+    assert reply.subject == "pbmserv: 4 commands, 2 refused"
+    body = reply.body
     assert body.count("> ") >= 4 and "'bogus' is neither a command nor a game" in body
     assert "not a command" not in body
-    # the sender's reply carries the new board; the other player gets a board mail
-    assert [m.to_addr for m in out[1:]] == ["bob@example.org"]
+    # nobody can challenge an account that is not confirmed yet
+    assert "ERROR: the account alice is not confirmed yet" in body
+    # bob's address gets its confirmation, and nothing else
+    [confirmation] = [m for m in out if not m.in_reply_to]
+    assert confirmation.to_addr == "bob@example.org"
+    assert confirmation.subject.startswith("confirm bob ")
 
 
 def test_command_in_body_and_subject_prefixes(mailer: Mailer) -> None:
     assert "Welcome, alice!" in mailer.reply("", "signup alice pw-alice\nthanks")
-    assert "Welcome, bob!" in mailer.reply("Re: Fwd: AW: signup bob pw-long-1")
-    assert "Welcome, carol!" in mailer.reply("hello there", "> quoted\n\nsignup carol pw-long-1")
+    assert "Welcome, bob!" in mailer.reply("Re: Fwd: AW: signup bob pw-long-1",
+                                           sender="bob@example.org")
+    assert "Welcome, carol!" in mailer.reply("hello there", "> quoted\n\nsignup carol pw-long-1",
+                                             sender="carol@example.org")
 
 
 def test_no_command_found(mailer: Mailer) -> None:

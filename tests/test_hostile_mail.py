@@ -126,7 +126,7 @@ def test_digits_of_other_scripts_are_not_numbers(mailer: Mailer, db: Database) -
     mailer.signup("alice")
     assert f"there is no user '{arabic}'" in mailer.reply(f"honeydonuts show {arabic}")
     assert "is not a board number" in mailer.reply(f"honeydonuts moves {arabic}")
-    assert statuses(db) == ["done"] * 3
+    assert statuses(db) == ["done"] * 4  # signup, its confirmation, two commands
 
 
 def test_huge_move_number_is_refused(mailer: Mailer, db: Database) -> None:

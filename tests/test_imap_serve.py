@@ -224,6 +224,14 @@ def test_a_game_by_reply_through_a_mailbox_without_sub_addresses(
     served.wait_idle()
     dovecot.deliver(command("signup alice secret-a", "alice@example.org", 1))
     dovecot.deliver(command("signup bob secret-b", "bob@example.org", 2))
+    for n, uid in enumerate(("alice", "bob"), start=10):  # each answers the reply
+        address = f"{uid}@example.org"
+        wait_for(lambda address=address: bool(mails_to(sink, address)),  # type: ignore[misc]
+                 lambda: "no reply to a signup:\n" + served.text())
+        dovecot.deliver(command(f"Re: {mails_to(sink, address)[0]['Subject']}", address, n))
+    wait_for(lambda: all(len(mails_to(sink, f"{uid}@example.org")) == 2
+                         for uid in ("alice", "bob")),
+             lambda: "no welcome:\n" + served.text())
     dovecot.deliver(command("honeydonuts challenge alice bob", "alice@example.org", 3))
 
     def board_mail() -> EmailMessage | None:

@@ -306,7 +306,7 @@ def test_postfix_delivers_by_lmtp(postfix: Instance, sink: tuple[Sink, int]) -> 
         # stored, answered, the answer relayed through Postfix to the player
         wait_for(lambda: bool(keeper.to("alice@example.org")),
                  lambda: "no reply to alice:\n" + postfix.log())
-        assert b"Subject: pbmserv: welcome, alice" in keeper.to("alice@example.org")[0]
+        assert b"Subject: confirm alice " in keeper.to("alice@example.org")[0]
         wait_for(lambda: "status=sent (250 2.0.0 Message accepted as #1)" in postfix.log(),
                  lambda: postfix.log())
         # the mail can be followed from Postfix's log into pbmserv's and back
@@ -368,7 +368,7 @@ def test_postfix_delivers_by_pipe_and_keeps_mail_while_settings_are_broken(
 
     wait_for(replied, lambda: "no reply to bob:\n" + postfix.log())
     reply = keeper.to("bob@example.org")[0]
-    assert b"Subject: pbmserv: welcome, bob" in reply
+    assert b"Subject: confirm bob " in reply
     assert b"From: pbmserv <pipe@games.test>" in reply
     # the pipe's own line (written once the command has ended) says what was stored
     wait_for(lambda: "delivered via pbmserv service" in postfix.log(), lambda: postfix.log())
@@ -518,7 +518,7 @@ def test_a_mail_pbmserv_sends_leaves_postfix_signed(opendkim: Signer,
     assert dkim.verify(mail, dnsfunc=dns) is True
     assert asked == [f"{SELECTOR}._domainkey.games.test.".encode()]
     # the check can fail: a changed Subject or body does not verify
-    assert dkim.verify(mail.replace(b"Subject: pbmserv: welcome", b"Subject: pbmserv: hello"),
+    assert dkim.verify(mail.replace(b"Subject: confirm alice", b"Subject: confirm mallory"),
                        dnsfunc=dns) is False
     assert dkim.verify(mail.replace(b"alice", b"mallory", 3), dnsfunc=dns) is False
 

@@ -69,7 +69,7 @@ def test_make_run_stays_in_its_checkout(tmp_path: Path) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
     [reply] = read_maildir(maildir)
-    assert reply["Subject"] == "pbmserv: welcome, alice"
+    assert reply["Subject"].startswith("confirm alice ")  # the reply confirms the account
     assert reply["From"] == "Local games <pbmserv@localhost>"  # pbmserv.local.toml
     assert (checkout / "pbmserv.sqlite3").is_file()
     # what it writes is the owner's alone (umask 077), whatever the caller's umask was

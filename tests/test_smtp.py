@@ -70,9 +70,11 @@ def test_game_over_smtp(smtp: smtplib.SMTP, settings: Settings) -> None:
 
     send("signup alice pw-alice-1", "alice@example.org")
     send("signup bob pw-bob-1", "bob@example.org")
+    for confirmation in wait_for_mail(settings, 2):  # each player answers it
+        send(f"Re: {confirmation['Subject']}", confirmation["To"])
     send("honeydonuts challenge alice bob", "alice@example.org")
     send("honeydonuts move 101 alice pw-alice-1 a1-a2#1", "alice@example.org")
-    mails = wait_for_mail(settings, 6)
+    mails = wait_for_mail(settings, 8)
     subjects = [(m["To"], m["Subject"]) for m in mails]
     assert ("alice@example.org", "pbmserv: welcome, alice") in subjects
     assert ("bob@example.org", "New Honeydonuts Board 101 alice") in subjects

@@ -38,9 +38,17 @@ def swaks(port: int, sender: str, subject: str, body: str = " ", to: str = "pbms
 
 
 def test_readme_walkthrough(port: int, settings: Settings) -> None:
+    for sender, subject in (("alice@example.org", "signup alice secret-a"),
+                            ("bob@example.org", "signup bob secret-b")):
+        assert swaks(port, sender, subject).returncode == 0
+    deadline = time.monotonic() + 30
+    while len(read_maildir(settings.maildir)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # each answers the reply to the signup, its Subject as it is: "confirm alice CODE"
+    for mail in read_maildir(settings.maildir):
+        assert mail["Subject"].startswith("confirm ")
+        assert swaks(port, mail["To"], f"Re: {mail['Subject']}").returncode == 0
     steps = [
-        ("alice@example.org", "signup alice secret-a", " "),
-        ("bob@example.org", "signup bob secret-b", " "),
         ("alice@example.org", "honeydonuts challenge alice bob", " "),
         ("alice@example.org", "honeydonuts move 101 alice secret-a a1-b1#1", "Your move, Bob."),
         ("bob@example.org", "honeydonuts move 101 bob secret-b e3-d3#2", " "),
@@ -55,13 +63,13 @@ def test_readme_walkthrough(port: int, settings: Settings) -> None:
     refused = swaks(port, "x@example.org", "help", to="nobody@localhost")
     assert refused.returncode != 0 and "550" in refused.stdout + refused.stderr
     deadline = time.monotonic() + 30
-    # 10 replies; 7 board mails (challenge, 2 moves, undo asked, granted, 1 move, resign)
-    while len(read_maildir(settings.maildir)) < 17 and time.monotonic() < deadline:
+    # 12 replies; 7 board mails (challenge, 2 moves, undo asked, granted, 1 move, resign)
+    while len(read_maildir(settings.maildir)) < 19 and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)
     mails = read_maildir(settings.maildir)
     subjects = sorted(m["Subject"] for m in mails)
-    assert len(mails) == 17, subjects
+    assert len(mails) == 19, subjects
     assert subjects.count("Honeydonuts Board 101 Game over") == 1
     assert subjects.count("Honeydonuts Board 101 Game over **") == 1
     undo = [m for m in mails if m["To"] == "alice@example.org"

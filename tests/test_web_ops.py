@@ -100,7 +100,8 @@ def metric_values(text: str) -> dict[str, float]:
 
 def test_healthz_and_metrics_read_the_database(mailer: Mailer, db: Database,
                                                settings: Settings) -> None:
-    mailer.signup("alice", "bob", "carol")
+    for uid in ("alice", "bob", "carol"):  # three mails in, three replies out
+        mailer.reply("help", sender=f"{uid}@example.org")
     with db.transaction() as s:
         s.execute(update(InboundMessage).where(InboundMessage.id == 3)
                   .values(status=InboundStatus.FAILED))

@@ -13,7 +13,8 @@ def fill(mailer: Mailer) -> None:
     """Four players, boards of three games (one finished and rated), an open
     challenge and a round robin tournament."""
     mailer.signup("alice", "bob", "carol")
-    mailer.reply(f"signup {ODD} pw-odd-one", sender="odd@example.org")
+    [reply] = mailer.send(f"signup {ODD} pw-odd-one", sender="odd@example.org")
+    mailer.answer(reply)
     mailer.reply("honeydonuts challenge alice bob")
     mailer.reply("honeydonuts move 101 alice pw-alice a1-b1", COMMENT)
     mailer.reply("honeydonuts move 101 bob pw-bob e3-d3", sender="bob@example.org")

@@ -13,9 +13,12 @@ from pbmserv.db.models import MailPrefs, PasswordReset, User
 from pbmserv.db.status import DigestMode
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.render import render
-from pbmserv.service import clock, mail_prefs, resets
+from pbmserv.service import clock, confirmations, mail_prefs, resets
 from pbmserv.service.accounts import (
     IMPORTED_DOMAIN,
+    check_email,
+    check_not_locked,
+    check_userid,
     close_account,
     existing_user,
     open_account,
@@ -23,6 +26,7 @@ from pbmserv.service.accounts import (
     set_password,
 )
 from pbmserv.service.errors import PlayerError
+from pbmserv.service.throttle import account_key, sender_key
 from pbmserv.service.tournaments import TournamentService
 
 
@@ -38,10 +42,48 @@ class Signup(Command):
     def run(self, ctx: Context, inv: Invocation) -> Result:
         email = inv.args[2] if len(inv.args) > 2 else ctx.sender
         ctx.passwords.add(inv.args[1])
+        settings, now = ctx.settings, ctx.service.now
+        check_userid(inv.args[0])
+        confirmations.check_signup(ctx.session, ctx.sender, check_email(email), now,
+                                   per_day=settings.signups_per_sender_day,
+                                   days=settings.confirm_days)
+        confirmations.free_lapsed(ctx.session, inv.args[0], now, settings.confirm_days)
         user = open_account(ctx.session, inv.args[0], inv.args[1], email,
-                            reserve_days=ctx.settings.userid_reserve_days,
-                            now=ctx.service.now)
-        return Result(render("commands/signup.txt.j2", userid=user.userid, email=user.email),
+                            reserve_days=settings.userid_reserve_days, now=now)
+        user.created_at = now
+        code = confirmations.start(user, ctx.sender)
+        lapses = confirmations.lapses_at(user, settings.confirm_days)
+        subject = f"confirm {user.userid} {code}"
+        here = user.email == ctx.sender.lower()
+        if not here:  # the one mail to that address until it answers
+            queue_mail(ctx.session, settings, to=user.email, subject=subject,
+                       inbound_id=ctx.inbound_id,
+                       body=render("confirm_mail.txt.j2", userid=user.userid, code=code,
+                                   sender=ctx.sender.lower(), lapses=lapses))
+        return Result(render("commands/signup.txt.j2", userid=user.userid, email=user.email,
+                             code=code if here else None, lapses=lapses),
+                      subject=subject if here else f"pbmserv: {user.userid} waits for "
+                      "its confirmation")
+
+
+@command
+class Confirm(Command):
+    name = "confirm"
+    arguments = "userid code"
+    summary = ("confirm a new account with the code mailed to its address (a reply to "
+               "that mail does it: its Subject is this command)")
+    secret_args = (1,)
+    min_args = 2
+    max_args = 2
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        ctx.passwords.add(inv.args[1])
+        now = ctx.service.now
+        user = existing_user(ctx.session, inv.args[0])
+        check_not_locked(ctx.session, (account_key(user.userid), sender_key(ctx.sender)), now)
+        confirmations.confirm(user, inv.args[1], ctx.sender, now, ctx.settings.confirm_days)
+        return Result(render("commands/confirmed.txt.j2", userid=user.userid,
+                             email=user.email),
                       subject=f"pbmserv: welcome, {user.userid}")
 
 

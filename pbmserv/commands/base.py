@@ -42,6 +42,8 @@ class Context:
     settings: Settings
     sender: str
     service: GameService
+    #: the stored mail being run (its outbox rows say so), if any
+    inbound_id: int | None = None
     #: the mail's comment as written (read ``comment``: passwords masked)
     raw_comment: str = ""
     #: passwords given in this mail's commands: never shown to anyone

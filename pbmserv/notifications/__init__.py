@@ -221,6 +221,8 @@ class Notifier:
     def _send(self, user: User, subject: str, body: str, *,
               reply_to: str | None = None, html: str | None = None,
               listed: tuple[str, str] | None = None) -> None:
+        if user.confirmed_at is None:  # nothing but its confirmation goes to that address
+            return
         queue_mail(self.session, self.settings, to=user.email, subject=self.scrub(subject),
                    body=self.scrub(body), inbound_id=self.inbound_id, reply_to=reply_to,
                    html=None if html is None else self.scrub(html), listed=listed)

@@ -283,6 +283,7 @@ def handle(session: Session, settings: Settings, inbound_id: int,
         log.info("message %s from %s refused: %s", inbound_id, mail.reply_to, mail.refusal)
         return InboundStatus.DONE
     ctx = Context(session, settings, sender=mail.reply_to, service=GameService(session),
+                  inbound_id=inbound_id,
                   raw_comment=mail.comment if mail.source != "multiple" else "")
     if mail.reply_tag and mail.reply_move:
         sections = [run_reply(ctx, mail.reply_tag, mail.reply_move)]

@@ -84,6 +84,8 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
     user = find_user(session, userid) if USERID_RE.match(userid) else None
     if user is not None and user.disabled_at is not None:
         raise PlayerError(disabled_message(user))
+    if user is not None and user.confirmed_at is None and user.bot is None:
+        raise PlayerError(not_confirmed_message(user))
     if user is None or not check_password(user.password_hash, password):
         # neither word is quoted: in a command written out of order either may be
         # the password
@@ -126,10 +128,19 @@ def disabled_message(user: User) -> str:
 
 
 def check_enabled(user: User) -> User:
-    """``user``, unless the administrator disabled the account."""
+    """``user``, unless the administrator disabled the account, or its address has not
+    answered its confirmation mail yet."""
     if user.disabled_at is not None:
         raise PlayerError(disabled_message(user))
+    if user.confirmed_at is None and user.bot is None:
+        raise PlayerError(not_confirmed_message(user))
     return user
+
+
+def not_confirmed_message(user: User) -> str:
+    return (f"the account {user.userid} is not confirmed yet: it works once its address "
+            "answers the confirmation mail sent there when it was opened (a reply will do: "
+            "its Subject is the command that confirms it)")
 
 
 def check_userid(userid: str) -> None:

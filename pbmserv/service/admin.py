@@ -14,6 +14,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import AuthThrottle, Board, PasswordReset, User
 from pbmserv.games.base import Outcome, Termination
 from pbmserv.service import throttle
@@ -94,7 +95,15 @@ def enable(session: Session, userid: str) -> bool:
 def set_email(session: Session, userid: str, email: str) -> User:
     user = existing_user(session, userid)
     set_address(session, user, email)
+    vouch(user)
     return user
+
+
+def vouch(user: User) -> None:
+    """The administrator gave the account its address: it needs no confirmation."""
+    if user.confirmed_at is None:
+        user.confirmed_at = utcnow()
+        user.confirm_code_hash = None
 
 
 def reset_password(session: Session, userid: str, password: str) -> User:
@@ -112,6 +121,7 @@ def hand_over(session: Session, userid: str, email: str, password: str) -> User:
     user = existing_user(session, userid)
     set_password(session, user, password)
     set_address(session, user, email)
+    vouch(user)
     user.disabled_at = None
     return user
 

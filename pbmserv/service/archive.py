@@ -29,6 +29,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import (
     Board,
     BoardEvent,
@@ -220,8 +221,9 @@ def import_records(session: Session, records: Sequence[GameRecord],
 def _user(session: Session, userid: str, report: ImportReport) -> User:
     user = find_user(session, userid)
     if user is None:
+        # confirmed by the administrator who imports it: its address reaches nobody
         user = User(key=userid.lower(), userid=userid, password_hash=DISABLED_PASSWORD,
-                    email=f"{userid.lower()}@{IMPORTED_DOMAIN}")
+                    email=f"{userid.lower()}@{IMPORTED_DOMAIN}", confirmed_at=utcnow())
         session.add(user)
         session.flush()
         report.users.append(userid)

@@ -43,7 +43,7 @@ def new_code() -> str:
     return "-".join(raw[i:i + 4] for i in range(0, CODE_LENGTH, 4))
 
 
-def _normal(code: str) -> str:
+def normal_code(code: str) -> str:
     """A code as typed, in the form it was hashed in (case and dashes do not matter)."""
     raw = code.lower().replace("-", "")
     return "-".join(raw[i:i + 4] for i in range(0, len(raw), 4))
@@ -88,7 +88,7 @@ def redeem(session: Session, user: User, code: str, password: str, sender: str,
     check_enabled(user)
     row = session.get(PasswordReset, user.id, with_for_update=True)
     if row is None or row.expires_at <= now or not check_password(row.code_hash,
-                                                                  _normal(code)):
+                                                                  normal_code(code)):
         raise PlayerError(
             f"that is not a valid reset code for {user.userid} (a code works once, for "
             f"{VALID_FOR.days * 24} hours, and only the newest one); send 'reset "
