@@ -31,10 +31,11 @@ from pbmserv.notifications import Notifier
 from pbmserv.notifications.alerts import mail_alerts
 from pbmserv.notifications.digest import digest
 from pbmserv.notifications.lists import DIGEST, list_fields
-from pbmserv.notifications.outbox import queue_mail
+from pbmserv.notifications.outbox import fold_held, queue_mail
 from pbmserv.service.confirmations import lapse_due
 from pbmserv.service.games import GameService
 from pbmserv.service.mail_prefs import next_digest
+from pbmserv.service.tournaments import start_waiting_boards
 
 log = logging.getLogger(__name__)
 BATCH = 50
@@ -85,6 +86,24 @@ def _clock_one_by_one(db: Database, settings: Settings, now: datetime | None) ->
             with db.transaction() as session:
                 GameService(session, now).postpone_clock(board_id, RETRY_AFTER)
     return len(ids)
+
+
+def run_tournament_steps(db: Database, settings: Settings) -> int:
+    """One step of the tournaments' starts (``START_STEP`` boards, their board mails),
+    in a transaction of its own; returns how many games it settled (0: none waits)."""
+    with db.transaction(lazy=True) as session:
+        service = GameService(session)
+        done = start_waiting_boards(service)
+        mails = Notifier(session, settings).notify(service.events) if done else 0
+    if done:
+        log.info("tournaments: %d board(s) started, %d mail(s) queued", done, mails)
+    return done
+
+
+def run_folds(db: Database, settings: Settings, now: datetime | None = None) -> int:
+    """Send the mails held for an address once their hour is up, folded into one."""
+    with db.transaction() as session:
+        return fold_held(session, settings, now)
 
 
 def run_lapses(db: Database, settings: Settings, now: datetime | None = None) -> int:
@@ -179,7 +198,7 @@ def purge_mail(db: Database, older_than: timedelta,
     old_out = (select(OutboxMessage.id)
                .where(OutboxMessage.status.in_((OutboxStatus.SENT, OutboxStatus.DISCARDED,
                                                 OutboxStatus.BOUNCED,
-                                                OutboxStatus.SUPPRESSED)),
+                                                OutboxStatus.SUPPRESSED, OutboxStatus.FOLDED)),
                       OutboxMessage.created_at < cutoff)
                .order_by(OutboxMessage.id).limit(PURGE_BATCH))
     inbox = out = 0

@@ -24,7 +24,15 @@ from pbmserv.db.problems import describe, explain
 from pbmserv.db.session import Database
 from pbmserv.processing import process_pending
 from pbmserv.sender.delivery import Sender
-from pbmserv.timers import run_alerts, run_clocks, run_digests, run_lapses, run_purge
+from pbmserv.timers import (
+    run_alerts,
+    run_clocks,
+    run_digests,
+    run_folds,
+    run_lapses,
+    run_purge,
+    run_tournament_steps,
+)
 
 log = logging.getLogger(__name__)
 #: how often the clock looks for due boards
@@ -93,7 +101,7 @@ class WorkLoop:
             failures.append(exc)
         if time.monotonic() >= self._next_clock:
             self._next_clock = time.monotonic() + self.clock_every
-            for job in (run_clocks, run_digests, run_alerts, run_lapses):
+            for job in (run_clocks, run_digests, run_alerts, run_lapses, run_folds):
                 try:
                     job(self.db, self.settings)
                 except Exception as exc:
@@ -104,6 +112,10 @@ class WorkLoop:
                 run_purge(self.db, self.settings)
             except Exception as exc:
                 failures.append(exc)
+        try:  # a tournament's start: one step between two batches of mail
+            run_tournament_steps(self.db, self.settings)
+        except Exception as exc:
+            failures.append(exc)
         try:  # whatever failed before, what is due is sent
             sent = self.sender.send_due()
         except Exception as exc:

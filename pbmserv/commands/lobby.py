@@ -13,7 +13,7 @@ from pbmserv.commands.base import Command, Context, Invocation, Result, command,
 from pbmserv.commands.play import board_result
 from pbmserv.db.models import User
 from pbmserv.render import render
-from pbmserv.service import consent
+from pbmserv.service import consent, limits
 from pbmserv.service.accounts import existing_user
 from pbmserv.service.boards import load_board, seats_of
 from pbmserv.service.errors import PlayerError
@@ -39,6 +39,7 @@ class SeekCommand(Command):
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         user = login(ctx, inv.args[0], inv.args[1])
+        limits.check_seeks(ctx.session, user, ctx.settings.seeks_per_player)
         words = parse_challenge_words(inv.args[2:])
         if words.names:
             raise PlayerError("a seek takes options only; to challenge a player use "

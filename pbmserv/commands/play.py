@@ -21,6 +21,7 @@ from pbmserv.games import AnyEngine
 from pbmserv.notifications import notes_for, notes_of
 from pbmserv.notifications.views import agreed_ending, board_subject, board_summary
 from pbmserv.render import render
+from pbmserv.service import limits
 from pbmserv.service.accounts import check_enabled, existing_user
 from pbmserv.service.boards import (
     acting_seat,
@@ -86,6 +87,9 @@ class Challenge(Command):
             raise PlayerError(f"{engine.name} needs exactly {len(engine.seats)} userids",
                               usage=True)
         users = [check_enabled(existing_user(ctx.session, n)) for n in words.names]
+        limits.check_challenges(ctx.session, ctx.sender, users, ctx.service.now,
+                                per_sender=ctx.settings.challenges_per_sender_day,
+                                per_player=ctx.settings.challenges_per_player_day)
         board = ctx.service.challenge(engine, users, words.options, nag_days=words.nag_days,
                                       forfeit_days=words.forfeit_days, sender=ctx.sender)
         return board_result(ctx, engine, board, None, "commands/challenge.txt.j2", new=True)

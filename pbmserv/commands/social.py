@@ -6,6 +6,7 @@ from pbmserv.commands.args import board_number
 from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
 from pbmserv.commands.play import acting
 from pbmserv.render import render
+from pbmserv.service import limits
 from pbmserv.service.boards import load_board
 from pbmserv.service.errors import PlayerError
 
@@ -22,6 +23,9 @@ class Watch(Command):
         user = login(ctx, inv.args[1], inv.args[2])
         engine = inv.engine
         board = load_board(ctx.session, engine, board_number(inv.args[0]))
+        if self.on:
+            limits.check_subscribers(ctx.session, board, user,
+                                     ctx.settings.subscribers_per_board)
         changed = ctx.service.subscribe(board, user, self.on)
         return Result(render("commands/watch.txt.j2", engine=engine, board=board, user=user,
                              on=self.on, changed=changed),

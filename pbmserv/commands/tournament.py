@@ -11,6 +11,7 @@ from pbmserv.db.models import Board
 from pbmserv.db.status import TournamentStatus
 from pbmserv.notifications.tournaments import crosstable_text
 from pbmserv.render import render
+from pbmserv.service import limits
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.events import GameFinished
 from pbmserv.service.games import board_engine
@@ -114,6 +115,7 @@ class TournamentCommand(Command):
         service = TournamentService(ctx.service)
         if sub == "create":
             setup = parse_setup(words[4:])
+            limits.check_tournaments(ctx.session, user, ctx.settings.tournaments_per_creator)
             tournament = service.create(user, words[0], board_engine(words[1]), setup)
         elif sub == "join":
             tournament = service.join(words[0], user)

@@ -49,6 +49,10 @@ class OutboxStatus(StrEnum):
     FAILED = "failed"
     #: dropped by the administrator, never to be sent
     DISCARDED = "discarded"
+    #: beyond the hour's limit of mail to its address: waits to be folded into one mail
+    HELD = "held"
+    #: a held mail that went out as part of a folded mail
+    FOLDED = "folded"
     #: refused by the relay (5xx) because of the address, or bounced after it went out
     BOUNCED = "bounced"
     #: not sent: mail to the address bounces (see pbmserv.service.bounces)

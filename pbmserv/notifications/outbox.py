@@ -2,14 +2,20 @@
 
 One Core insert each (no ORM object): the outbox is written for every mail the
 server answers, so it is on the hot path.
+
+No address gets more than ``mails_per_address_hour`` mails in an hour, nor more than
+``replies_per_sender_hour`` replies to its own mails: the mails beyond are held (never
+dropped) and, an hour after the first of them, go out folded into one mail that says
+why (``fold_held``, run by the worker).
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta
 from email.utils import formataddr
 
-from sqlalchemy import insert
+from sqlalchemy import bindparam, func, insert, select
 from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
@@ -17,8 +23,22 @@ from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
 from pbmserv.db.status import OutboxStatus
 from pbmserv.mail.addresses import base_address, tag_mark, tag_of
+from pbmserv.render import render
 
 _INSERT = insert(OutboxMessage)
+_COUNTED = (OutboxStatus.PENDING, OutboxStatus.SENT, OutboxStatus.FAILED)
+#: mails and replies to an address in the last hour (held ones not counted)
+_RECENT = (select(func.count(), func.count(OutboxMessage.in_reply_to))
+           .where(OutboxMessage.to_addr == bindparam("to"),
+                  OutboxMessage.created_at > bindparam("since"),
+                  OutboxMessage.status.in_(_COUNTED)))
+#: when the mails held for an address go out
+_RELEASE = (select(func.min(OutboxMessage.next_attempt_at))
+            .where(OutboxMessage.to_addr == bindparam("to"),
+                   OutboxMessage.status == OutboxStatus.HELD))
+HOUR = timedelta(hours=1)
+#: the most held mails folded into one mail (more: the rest in the next one)
+FOLD_MOST = 50
 #: the longest Subject stored
 MAX_SUBJECT = 255
 
@@ -41,12 +61,19 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
     if reply_to and not settings.subaddressing:
         reply_to, subject = _tag_outside_address(settings, reply_to, subject)
     now = utcnow()
-    result = session.connection().execute(_INSERT, {
+    status, due = OutboxStatus.PENDING, now
+    connection = session.connection()
+    total, replies = connection.execute(_RECENT, {"to": to, "since": now - HOUR}).one()
+    if total >= settings.mails_per_address_hour or (
+            in_reply_to is not None and replies >= settings.replies_per_sender_hour):
+        status = OutboxStatus.HELD  # folded into one mail when its hour is up
+        due = connection.execute(_RELEASE, {"to": to}).scalar() or now + HOUR
+    result = connection.execute(_INSERT, {
         "inbound_id": inbound_id, "created_at": now, "message_id": new_message_id(settings),
         "to_addr": to, "subject": subject[:MAX_SUBJECT], "body": body, "in_reply_to": in_reply_to,
         "reply_to": reply_to, "html_body": html, "blank_after_send": secret,
         "list_id": listed[0] if listed else None, "unsubscribe": listed[1] if listed else None,
-        "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now,
+        "status": status, "attempts": 0, "next_attempt_at": due,
     })
     key = result.inserted_primary_key
     assert key is not None
@@ -60,3 +87,33 @@ def _tag_outside_address(settings: Settings, reply_to: str, subject: str) -> tup
     mark = tag_mark(tag)
     named = formataddr((f"{settings.server_name} {mark}", base_address(reply_to)), "utf-8")
     return named, f"{subject[:MAX_SUBJECT - len(mark) - 1]} {mark}"
+
+
+def fold_held(session: Session, settings: Settings, now: datetime | None = None) -> int:
+    """Send the mails held for an address whose hour is up, folded into one mail per
+    address (at most FOLD_MOST in one: the rest an hour later); returns how many
+    folded mails were queued."""
+    now = now or utcnow()
+    held = list(session.scalars(
+        select(OutboxMessage).where(OutboxMessage.status == OutboxStatus.HELD,
+                                    OutboxMessage.next_attempt_at <= now)
+        .order_by(OutboxMessage.to_addr, OutboxMessage.id).limit(1000)))
+    by_address: dict[str, list[OutboxMessage]] = {}
+    for mail in held:
+        by_address.setdefault(mail.to_addr, []).append(mail)
+    for address, mails in by_address.items():
+        folded, later = mails[:FOLD_MOST], mails[FOLD_MOST:]
+        body = render("held.txt.j2", mails=folded, settings=settings)
+        session.connection().execute(_INSERT, {
+            "inbound_id": None, "created_at": now, "message_id": new_message_id(settings),
+            "to_addr": address,
+            "subject": f"{settings.server_name}: {len(folded)} mails held for you this hour",
+            "body": body, "in_reply_to": None, "reply_to": None, "html_body": None,
+            "blank_after_send": False, "list_id": None, "unsubscribe": None,
+            "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now})
+        for mail in folded:
+            mail.status = OutboxStatus.FOLDED
+        for mail in later:
+            mail.next_attempt_at = now + HOUR
+    session.flush()
+    return len(by_address)

@@ -75,6 +75,10 @@ MIN_PLAYERS = 2
 #: the most players a tournament takes (a double round robin of 32 is 992 boards)
 MAX_PLAYERS = 32
 MAX_ROUNDS = 31
+#: boards a tournament's start makes in one transaction; the rest are made in steps
+#: of as many (``start_waiting_boards``, run by the worker between mails), so that a
+#: round robin of 992 boards never holds the database's write lock for long
+START_STEP = 16
 
 
 @dataclass(frozen=True)
@@ -346,10 +350,14 @@ class TournamentService:
         users = [p.user for p in players]
         if tournament.kind is TournamentKind.ROUND_ROBIN:
             schedule = round_robin(users, double=tournament.double)
-            for number, pairs in enumerate(schedule, start=1):
-                for first, second in pairs:
-                    self._board(tournament, number, first, second)
+            # every game is paired now; the boards come START_STEP at a time
+            self.session.add_all(
+                TournamentGame(tournament_id=tournament.id, round=number, first_id=first.id,
+                               second_id=second.id)
+                for number, pairs in enumerate(schedule, start=1) for first, second in pairs)
+            self.session.flush()
             tournament.current_round = len(schedule)
+            self.start_waiting(tournament, START_STEP)
         else:
             possible = len(users) - 1 + len(users) % 2
             wanted = tournament.rounds or max(1, math.ceil(math.log2(len(users))))
@@ -373,13 +381,46 @@ class TournamentService:
         return ordered
 
     def _board(self, tournament: Tournament, number: int, first: User, second: User) -> None:
+        game = TournamentGame(tournament_id=tournament.id, round=number, first_id=first.id,
+                              second_id=second.id)
+        self.session.add(game)
+        self._start(tournament, game, first, second)
+
+    def _start(self, tournament: Tournament, game: TournamentGame, first: User,
+               second: User) -> None:
         board = self.games.start_agreed(
             tournament_engine(tournament.game), [first, second], tournament.option_flags,
             nag_days=tournament.nag_days, forfeit_days=tournament.forfeit_days,
-            tournament=tournament.name, round_=number)
-        self.session.add(TournamentGame(tournament_id=tournament.id, round=number,
-                                        first_id=first.id, second_id=second.id,
-                                        board_id=board.id))
+            tournament=tournament.name, round_=game.round)
+        game.board_id = board.id
+
+    def start_waiting(self, tournament: Tournament, limit: int) -> int:
+        """Start up to ``limit`` boards of the tournament's games paired but not yet
+        started (a round robin's start comes in steps); returns how many games were
+        settled.  A game of a player who left meanwhile gets no board: it is lost by
+        the one who left (drawn, if both did)."""
+        waiting = list(self.session.scalars(
+            select(TournamentGame).where(TournamentGame.tournament_id == tournament.id,
+                                         TournamentGame.board_id.is_(None),
+                                         TournamentGame.second_id.is_not(None),
+                                         TournamentGame.score.is_(None))
+            .order_by(TournamentGame.round, TournamentGame.id).limit(limit)))
+        if not waiting:
+            return 0
+        entries = {p.user_id: p for p in entrants(self.session, tournament)}
+        forfeited = False
+        for game in waiting:
+            first, second = entries[game.first_id], entries[game.second_id or 0]
+            gone = (first.withdrawn_at is not None, second.withdrawn_at is not None)
+            if any(gone):
+                game.score = 0.5 if all(gone) else (0.0 if gone[0] else 1.0)
+                forfeited = True
+                continue
+            self._start(tournament, game, first.user, second.user)
+        self.session.flush()
+        if forfeited:
+            self.advance(tournament)
+        return len(waiting)
 
     def _pair(self, tournament: Tournament, number: int) -> None:
         """Pair Swiss round ``number`` among the players still in, and start it."""
@@ -431,6 +472,24 @@ class TournamentService:
         self.session.flush()
         self.games._record(TournamentFinished(board_id=None, tournament_id=tournament.id,
                                               note=note))
+
+
+def start_waiting_boards(games: GameService, limit: int = START_STEP) -> int:
+    """One step of the tournaments' starts: up to ``limit`` boards of games paired but
+    not yet started; returns how many games were settled (0: nothing waits)."""
+    session = games.session
+    ids = list(session.scalars(
+        select(TournamentGame.tournament_id).where(TournamentGame.board_id.is_(None),
+                                                   TournamentGame.second_id.is_not(None),
+                                                   TournamentGame.score.is_(None))
+        .order_by(TournamentGame.id).limit(1)))
+    if not ids:
+        return 0
+    tournament = session.scalar(select(Tournament).where(Tournament.id == ids[0])
+                                .with_for_update(of=Tournament)
+                                .execution_options(populate_existing=True))
+    assert tournament is not None
+    return TournamentService(games).start_waiting(tournament, limit)
 
 
 @follow(GameFinished)
