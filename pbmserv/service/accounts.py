@@ -44,9 +44,12 @@ def find_user(session: Session, userid: str) -> User | None:
 
 
 def has_account(session: Session, address: str) -> bool:
-    """Whether ``address`` is the mail address of an open account."""
+    """Whether ``address`` is the mail address of an open, confirmed account (a signup
+    in someone's name does not make their address an account's)."""
     return session.scalar(select(User.id).where(User.email == address.lower(),
-                                                User.closed_at.is_(None)).limit(1)) is not None
+                                                User.closed_at.is_(None),
+                                                User.confirmed_at.is_not(None))
+                          .limit(1)) is not None
 
 
 def existing_user(session: Session, userid: str) -> User:
