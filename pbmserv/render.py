@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,12 @@ def time_taken(player: tuple[str, str, int]) -> str:
     return f"{player[1]} {duration(player[2])}"
 
 
+def center_each(items: Iterable[str], width: int) -> list[str]:
+    """Each item centred in ``width`` columns (one filter call for a row of cells,
+    not one a cell as ``map("center")`` makes)."""
+    return [str(item).center(width) for item in items]
+
+
 @cache
 def environment() -> Environment:
     env = Environment(
@@ -109,6 +116,7 @@ def environment() -> Environment:
     env.filters["wrap"] = wrap
     env.filters["duration"] = duration
     env.filters["time_taken"] = time_taken
+    env.filters["center_each"] = center_each
     return env
 
 
