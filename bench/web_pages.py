@@ -27,6 +27,7 @@ from sqlalchemy import func, select  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from pbmserv.config import Settings  # noqa: E402
+from pbmserv.db.base import utcnow  # noqa: E402
 from pbmserv.db.migrate import upgrade  # noqa: E402
 from pbmserv.db.models import Board, User  # noqa: E402
 from pbmserv.db.session import Database  # noqa: E402
@@ -52,7 +53,9 @@ def engine(name: str) -> AnyEngine:
 def make_players(db: Database) -> None:
     with db.transaction(lazy=True) as session:
         for i in range(PLAYERS):
-            open_account(session, f"p{i}", f"pw{i}-bench", f"p{i}@bench.example")
+            # as if it had answered its confirmation mail
+            open_account(session, f"p{i}", f"pw{i}-bench",
+                         f"p{i}@bench.example").confirmed_at = utcnow()
 
 
 def make_boards(db: Database, count: int) -> None:
