@@ -35,7 +35,7 @@ from pbmserv.games import get_engine  # noqa: E402
 
 
 def texts(maildir: Path, seen: set[str]) -> list[str]:
-    """The plain text of every mail that arrived since the last look."""
+    """The Subject and plain text of every mail that arrived since the last look."""
     out = []
     new = maildir / "new"
     for path in sorted(new.iterdir()) if new.is_dir() else []:
@@ -46,7 +46,8 @@ def texts(maildir: Path, seen: set[str]) -> list[str]:
         assert isinstance(msg, EmailMessage)
         part = msg.get_body(preferencelist=("plain",))
         if isinstance(part, EmailMessage):
-            out.append(" ".join(str(part.get_content()).split()))
+            out.append(f"Subject: {msg['Subject']}\n"
+                       + " ".join(str(part.get_content()).split()))
     return out
 
 
@@ -82,15 +83,22 @@ def main() -> None:
                               mail("alice@bench.example", subject, mid))
                 return time.monotonic()
 
+            found = ""
+
             def wait_for(*words: str) -> float:
+                nonlocal found
                 deadline = time.monotonic() + 120
                 while time.monotonic() < deadline:
-                    if any(all(w in t for w in words) for t in texts(maildir, seen)):
-                        return time.monotonic()
+                    for t in texts(maildir, seen):
+                        if all(w in t for w in words):
+                            found = t
+                            return time.monotonic()
                     time.sleep(0.005)
                 raise TimeoutError(" ".join(words))
 
-            send("signup alice pw-alice-1")
+            send("signup alice pw-alice-1")  # its reply's Subject confirms the account
+            wait_for("Subject: confirm alice ")
+            send(found.split("\n", 1)[0].removeprefix("Subject: "))
             wait_for("alice")
             options = " ".join(engine.check_options(args.option))
             send(f"{args.game} challenge alice {args.bot} {options}")

@@ -132,6 +132,8 @@ class Replies(threading.Thread):
         super().__init__(daemon=True)
         self.new = maildir / "new"
         self.arrived: dict[str, float] = {}
+        #: the Subject of each reply, by the Message-ID it answers
+        self.subjects: dict[str, str] = {}
         self.cond = threading.Condition()
         self.stopping = False
 
@@ -146,11 +148,13 @@ class Replies(threading.Thread):
             now = time.monotonic()
             for name in names:
                 with open(self.new / name, "rb") as fh:
-                    ref = parser.parsebytes(fh.read()).get("In-Reply-To")
+                    head = parser.parsebytes(fh.read())
+                ref = head.get("In-Reply-To")
                 cur.mkdir(exist_ok=True)
                 os.replace(self.new / name, cur / name)  # read: as a mail client does
                 if ref:
                     with self.cond:
+                        self.subjects[str(ref)] = str(head.get("Subject", ""))
                         self.arrived[str(ref)] = now
                         self.cond.notify_all()
             time.sleep(0.002)
@@ -164,6 +168,10 @@ class Replies(threading.Thread):
                     raise TimeoutError(f"no reply to {mid}")
                 self.cond.wait(left)
             return self.arrived[mid]
+
+
+def password(name: str) -> str:
+    return f"pw-{name}-bench"
 
 
 class Players:
@@ -192,8 +200,24 @@ class Players:
         return mid, start
 
     def ask(self, sender: str, subject: str) -> float:
+        """Send a command; the time until its reply came (a refusal stops the bench:
+        a refused move costs less than a move, and would flatter the figures)."""
         mid, start = self.send(sender, subject)
-        return self.replies.wait_for(mid) - start
+        took = self.replies.wait_for(mid) - start
+        answer = self.replies.subjects[mid]
+        if answer.lower().endswith("error"):
+            raise RuntimeError(f"{subject!r} was refused: {answer!r}")
+        return took
+
+    def sign_up(self, name: str) -> None:
+        """Open the account ``name`` and confirm it by replying to the confirmation (the
+        reply to the signup), as a player does."""
+        address = f"{name}@bench.example"
+        mid, _ = self.send(address, f"signup {name} {password(name)}")
+        self.replies.wait_for(mid)
+        confirm = self.replies.subjects[mid]
+        assert confirm.startswith(f"confirm {name} "), confirm
+        self.ask(address, confirm)
 
     def close(self) -> None:
         for smtp in self.pool:
@@ -217,7 +241,7 @@ def play_games(players: Players, engine: AnyEngine, boards: int, moves: int,
                 move = rng.choice(legal)
             user = (a, b)[engine.to_move(pos)]
             latency = players.ask(f"{user}@bench.example",
-                                  f"{engine.name} move {number} {user} pw{user} "
+                                  f"{engine.name} move {number} {user} {password(user)} "
                                   f"{engine.format_move(pos, move)}#{ply + 1}")
             pos = engine.apply(pos, move)
             with lock:
@@ -350,9 +374,7 @@ def main() -> None:
     try:
         players = Players(port, replies, args.connections)
         names = [f"p{i}" for i in range(2 * args.boards)]
-        setup = [threading.Thread(target=players.ask, args=(f"{n}@bench.example",
-                                                            f"signup {n} pw{n}"))
-                 for n in names]
+        setup = [threading.Thread(target=players.sign_up, args=(n,)) for n in names]
         for t in setup:
             t.start()
         for t in setup:
