@@ -9,7 +9,7 @@ from datetime import timedelta
 from sqlalchemy import select
 
 from pbmserv.config import Settings
-from pbmserv.db.models import OutboxMessage, User
+from pbmserv.db.models import Board, OutboxMessage, User
 from pbmserv.db.session import Database
 from pbmserv.timers import run_lapses
 from tests.conftest import Mailer
@@ -108,3 +108,22 @@ def test_an_unconfirmed_account_lapses(mailer: Mailer, db: Database,
     # the userid is free again
     [again] = mailer.send("signup late pw-late-1", sender="other@example.org")
     assert again.subject.startswith("confirm late ")
+
+
+def test_a_round_robin_of_unconfirmed_accounts_in_one_mail_makes_nothing(
+        mailer: Mailer, db: Database) -> None:
+    """The issue's one mail that opened 32 accounts at victims' addresses, then made,
+    joined and started a double round robin of them: five accounts open, none of
+    which can create, join or start anything, and no board is made."""
+    lines = [f"signup sub{n} pw-sub-{n}-x victim+{n}@example.net" for n in range(32)]
+    lines.append("tournament create Big honeydonuts sub0 pw-sub-0-x -roundrobin -double")
+    lines += [f"tournament join Big sub{n} pw-sub-{n}-x" for n in range(1, 32)]
+    lines.append("tournament start Big sub0 pw-sub-0-x")
+    out = mailer.send("multiple", "\n".join(lines[:50]), sender="mallory@example.net")
+    [reply] = [m for m in out if m.in_reply_to]
+    assert "ERROR: the account sub0 is not confirmed yet" in flat(reply.body)
+    # one confirmation to each of five addresses, and nothing else
+    assert sorted(m.to_addr for m in out if not m.in_reply_to) == [
+        f"victim+{n}@example.net" for n in range(5)]
+    with db.transaction() as s:
+        assert s.scalars(select(Board)).all() == []

@@ -109,7 +109,9 @@ def fold_held(session: Session, settings: Settings, now: datetime | None = None)
             "to_addr": address,
             "subject": f"{settings.server_name}: {len(folded)} mails held for you this hour",
             "body": body, "in_reply_to": None, "reply_to": None, "html_body": None,
-            "blank_after_send": False, "list_id": None, "unsubscribe": None,
+            # a live code in one of them: the fold is blanked once sent, like its part
+            "blank_after_send": any(m.blank_after_send for m in folded),
+            "list_id": None, "unsubscribe": None,
             "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now})
         for mail in folded:
             mail.status = OutboxStatus.FOLDED
