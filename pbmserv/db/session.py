@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from pbmserv import wakeups
@@ -113,15 +113,18 @@ def _sqlite_begin(conn: Any) -> None:
     # SQLite's own busy handler sleeps ever longer (up to 100 ms a time) while another
     # process writes; an urgent writer asks again every half millisecond instead
     # (and raises the flag that tells the other processes' long writers to finish up)
+    # The tries go to the driver itself: a refusal wrapped by SQLAlchemy costs ten times
+    # the CPU, and there may be dozens while a worker process finishes its batch.
     flag = _URGENT_FLAGS.get(conn.engine.url.database or "")
-    conn.exec_driver_sql("PRAGMA busy_timeout=0")
+    driver = conn.connection.driver_connection
+    driver.execute("PRAGMA busy_timeout=0")
     try:
         deadline = time.monotonic() + BUSY_TIMEOUT
         while True:
             try:
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                driver.execute("BEGIN IMMEDIATE")
                 return
-            except OperationalError as exc:
+            except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or time.monotonic() > deadline:
                     raise
                 if flag is not None:
@@ -130,7 +133,7 @@ def _sqlite_begin(conn: Any) -> None:
     finally:
         if flag is not None:
             flag.set(False)
-        conn.exec_driver_sql(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+        driver.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
 
 
 def _postgres_begin(conn: Any) -> None:
