@@ -21,7 +21,7 @@ from pbmserv.db.session import Database
 from pbmserv.intake.store import store_message
 from pbmserv.processing import process_message
 from pbmserv.processing.at_rest import mask_raw
-from pbmserv.sender.delivery import BLANKED, Sender
+from pbmserv.sender.delivery import BLANKED, BLANKED_SUBJECT, Sender
 from pbmserv.timers import run_purge
 from pbmserv.worker import WorkLoop
 from tests.conftest import Mailer, make_mail, read_maildir
@@ -103,11 +103,13 @@ def test_a_sent_reset_mail_keeps_no_code(mailer: Mailer, db: Database,
     mailer.reply("reset alice", sender="alice@example.org")
     assert Sender(db, settings).send_due() >= 2
     with db.reading() as s:
-        mail = s.scalars(select(OutboxMessage).where(
-            OutboxMessage.subject.like("%code to reset%"))).one()
+        mail = s.scalars(select(OutboxMessage).where(  # after the signup's confirmation
+            OutboxMessage.blank_after_send.is_(True)).order_by(OutboxMessage.id.desc())).first()
         welcome = s.scalars(select(OutboxMessage).where(
             OutboxMessage.subject.like("%welcome%"))).one()
+    assert mail is not None
     assert mail.status == "sent" and mail.body == BLANKED and mail.html_body is None
+    assert mail.subject == BLANKED_SUBJECT
     assert "Welcome, alice!" in welcome.body  # other mail keeps its copy
     sent = [m for m in read_maildir(settings.maildir)
             if "code to reset" in str(m["Subject"])]
@@ -142,3 +144,25 @@ def test_processed_mail_is_purged_by_the_server_after_purge_days(
         out = list(s.scalars(select(OutboxMessage.inbound_id)))
     assert left == [3, failed]  # the failed one waits for the administrator
     assert None not in out and set(out) == {3}
+
+
+def test_a_sent_confirmation_keeps_no_code(mailer: Mailer, db: Database,
+                                           settings: Settings) -> None:
+    """The confirmation of a signup (the reply itself when it came from the account's
+    address, else a mail of its own to that address) carries a live code in its
+    Subject and text: once sent, the outbox keeps neither; the code still works."""
+    mailer.send("signup carol kettle-blue-7", sender="carol@example.org")
+    mailer.send("signup dave kettle-blue-8 dave@example.net", sender="carol@example.org")
+    assert Sender(db, settings).send_due() >= 2
+    with db.reading() as s:
+        rows = list(s.scalars(select(OutboxMessage).order_by(OutboxMessage.id)))
+    assert [(r.to_addr, r.subject, r.body) for r in rows if r.blank_after_send] == [
+        ("carol@example.org", BLANKED_SUBJECT, BLANKED),
+        ("dave@example.net", BLANKED_SUBJECT, BLANKED)]
+    assert not any("confirm " in r.subject for r in rows)
+    subjects = {str(m["To"]): str(m["Subject"]) for m in read_maildir(settings.maildir)
+                if str(m["Subject"]).startswith("confirm ")}
+    for address, userid in (("carol@example.org", "carol"), ("dave@example.net", "dave")):
+        assert subjects[address].startswith(f"confirm {userid} ")
+        done = mailer.reply(subjects[address], sender=address)
+        assert "confirmed" in done, done

@@ -57,9 +57,11 @@ class Signup(Command):
         here = user.email == ctx.sender.lower()
         if not here:  # the one mail to that address until it answers
             queue_mail(ctx.session, settings, to=user.email, subject=subject,
-                       inbound_id=ctx.inbound_id,
+                       inbound_id=ctx.inbound_id, secret=True,
                        body=render("confirm_mail.txt.j2", userid=user.userid, code=code,
                                    sender=ctx.sender.lower(), lapses=lapses))
+        else:  # the reply itself is the confirmation
+            ctx.secret_reply = True
         return Result(render("commands/signup.txt.j2", userid=user.userid, email=user.email,
                              code=code if here else None, lapses=lapses),
                       subject=subject if here else f"pbmserv: {user.userid} waits for "

@@ -54,6 +54,8 @@ class Context:
     events_mark: int = 0
     #: whether the sender's address is no open account's (None: not asked yet)
     stranger: bool | None = None
+    #: the reply carries a live one-time code: its outbox copy is blanked once sent
+    secret_reply: bool = False
 
     @property
     def comment(self) -> str:

@@ -318,7 +318,8 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     # text only: the reply to one's own command is on the hot path of every move, and
     # an HTML part there cost 15 % of the moves a second (docs/benchmarks.md)
     queue_mail(session, settings, to=mail.reply_to, subject=scrub(subject), body=scrub(body),
-               inbound_id=inbound_id, in_reply_to=mail.message_id, reply_to=reply_to)
+               inbound_id=inbound_id, in_reply_to=mail.message_id, reply_to=reply_to,
+               secret=ctx.secret_reply)
     queued = 1 + notifier.notify(ctx.service.events)
     # what was asked is logged by verb only: command lines may hold passwords
     log.info("message %s from %s: %s; %d mail(s) queued", inbound_id, mail.reply_to,

@@ -77,14 +77,18 @@ def backoff_seconds(attempts: int) -> int:
     return int(min(30 * 2 ** max(attempts - 1, 0), MAX_BACKOFF))
 
 
-#: what is kept of a sent mail that held a live secret (a reset code)
+#: what is kept of a sent mail that held a live secret (a reset or confirmation code)
 BLANKED = "(blanked once sent: it held a one-time code)"
+#: its Subject (a confirmation's Subject is the command with the code)
+BLANKED_SUBJECT = "(blanked once sent)"
 
 
 def _sent() -> dict[str, Any]:
-    """A sent mail; one whose body held a live secret keeps no copy of it."""
+    """A sent mail; one that held a live secret keeps no copy of it."""
     return {"status": OutboxStatus.SENT, "sent_at": utcnow(), "last_error": None,
             "leased_by": None,
+            "subject": case((OutboxMessage.blank_after_send, BLANKED_SUBJECT),
+                            else_=OutboxMessage.subject),
             "body": case((OutboxMessage.blank_after_send, BLANKED), else_=OutboxMessage.body),
             "html_body": case((OutboxMessage.blank_after_send, None),
                               else_=OutboxMessage.html_body)}
