@@ -64,7 +64,8 @@ def make_boards(db: Database, count: int) -> None:
     done = 0
     while done < count:
         with db.transaction(lazy=True) as session, session.no_autoflush:
-            people = list(session.scalars(select(User).order_by(User.id)))
+            people = list(session.scalars(select(User).where(User.bot.is_(None))
+                                          .order_by(User.id)))
             service = GameService(session)
             for n in range(done, min(count, done + BATCH)):
                 pair = [people[(2 * n) % PLAYERS], people[(2 * n + 1) % PLAYERS]]
