@@ -35,7 +35,7 @@ from pbmserv.notifications.outbox import fold_held, queue_mail
 from pbmserv.service.confirmations import lapse_due
 from pbmserv.service.games import GameService
 from pbmserv.service.mail_prefs import next_digest
-from pbmserv.service.tournaments import start_waiting_boards
+from pbmserv.service.tournaments import boards_waiting, start_waiting_boards
 
 log = logging.getLogger(__name__)
 BATCH = 50
@@ -91,6 +91,11 @@ def _clock_one_by_one(db: Database, settings: Settings, now: datetime | None) ->
 def run_tournament_steps(db: Database, settings: Settings) -> int:
     """One step of the tournaments' starts (``START_STEP`` boards, their board mails),
     in a transaction of its own; returns how many games it settled (0: none waits)."""
+    # looked for first without the write lock: the worker asks after every batch of
+    # mail, and almost always nothing waits
+    with db.reading() as session:
+        if not boards_waiting(session):
+            return 0
     with db.transaction(lazy=True) as session:
         service = GameService(session)
         done = start_waiting_boards(service)

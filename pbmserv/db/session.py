@@ -33,6 +33,8 @@ URGENT = "pbmserv_urgent"
 #: how often an urgent writer asks again for SQLite's lock held by another process
 URGENT_RETRY = 0.0005
 BUSY_TIMEOUT = 30.0
+#: the key of a pooled SQLite connection's info that holds its ``synchronous`` setting
+_SYNCHRONOUS = "pbmserv_synchronous"
 
 
 class UrgentFlag:
@@ -88,12 +90,13 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+def _sqlite_connect(dbapi_connection: Any, record: Any) -> None:
     # Let SQLAlchemy decide when transactions begin (see _sqlite_begin).
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=FULL")
+    record.info[_SYNCHRONOUS] = "FULL"
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
     cursor.close()
@@ -106,7 +109,13 @@ def _sqlite_begin(conn: Any) -> None:
     if options.get(READ_ONLY):
         conn.exec_driver_sql("BEGIN DEFERRED")
         return
-    conn.exec_driver_sql("PRAGMA synchronous=" + ("NORMAL" if options.get(LAZY) else "FULL"))
+    # the setting is the connection's: said again only when it changes (a statement
+    # for every transaction costs as much as one of the transaction's own)
+    synchronous = "NORMAL" if options.get(LAZY) else "FULL"
+    info = conn.connection.info
+    if info.get(_SYNCHRONOUS) != synchronous:
+        conn.exec_driver_sql("PRAGMA synchronous=" + synchronous)
+        info[_SYNCHRONOUS] = synchronous
     if not options.get(URGENT):
         conn.exec_driver_sql("BEGIN IMMEDIATE")
         return

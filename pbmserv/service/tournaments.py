@@ -474,15 +474,23 @@ class TournamentService:
                                               note=note))
 
 
+#: the tournament of the oldest game paired but without its board yet
+_WAITING = (select(TournamentGame.tournament_id)
+            .where(TournamentGame.board_id.is_(None), TournamentGame.second_id.is_not(None),
+                   TournamentGame.score.is_(None))
+            .order_by(TournamentGame.id).limit(1))
+
+
+def boards_waiting(session: Session) -> bool:
+    """Whether a tournament's game waits for its board (a start done in steps)."""
+    return session.scalar(_WAITING) is not None
+
+
 def start_waiting_boards(games: GameService, limit: int = START_STEP) -> int:
     """One step of the tournaments' starts: up to ``limit`` boards of games paired but
     not yet started; returns how many games were settled (0: nothing waits)."""
     session = games.session
-    ids = list(session.scalars(
-        select(TournamentGame.tournament_id).where(TournamentGame.board_id.is_(None),
-                                                   TournamentGame.second_id.is_not(None),
-                                                   TournamentGame.score.is_(None))
-        .order_by(TournamentGame.id).limit(1)))
+    ids = list(session.scalars(_WAITING))
     if not ids:
         return 0
     tournament = session.scalar(select(Tournament).where(Tournament.id == ids[0])
