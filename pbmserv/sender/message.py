@@ -10,22 +10,60 @@ Lines end in LF, as a Maildir wants; the relay gets them as CRLF (relay.on_the_w
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
-import quopri
 import re
+from binascii import b2a_qp
+from datetime import datetime
 from email.header import Header
 from email.utils import format_datetime, formataddr
+from typing import Protocol
 
 from pbmserv.config import Settings
-from pbmserv.db.models import OutboxMessage
 from pbmserv.mail.addresses import subaddress
 from pbmserv.mail.parse import LOOP_HEADER
+
+
+class OutboxMail(Protocol):
+    """What a mail is made of: an outbox row, as the ORM loads it (OutboxMessage) or
+    as the sender fetches its columns."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def message_id(self) -> str: ...
+    @property
+    def to_addr(self) -> str: ...
+    @property
+    def subject(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+    @property
+    def in_reply_to(self) -> str | None: ...
+    @property
+    def reply_to(self) -> str | None: ...
+    @property
+    def html_body(self) -> str | None: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def list_id(self) -> str | None: ...
+    @property
+    def unsubscribe(self) -> str | None: ...
 
 
 def _header_value(value: str) -> str:
     if value.isascii():
         return value
     return Header(value, "utf-8").encode()
+
+
+@functools.lru_cache(maxsize=16)
+def _from(name: str, address: str) -> str:
+    """The From header's value (the same in every mail of a server)."""
+    return _header_value(formataddr((name, address)))
 
 
 def envelope_address(address: str) -> str:
@@ -52,7 +90,7 @@ def unsubscribe_url(settings: Settings, tag: str) -> str | None:
     return f"{settings.web_url}/unsubscribe/{tag}" if settings.web_url else None
 
 
-def list_headers(settings: Settings, row: OutboxMessage) -> list[tuple[str, str]]:
+def list_headers(settings: Settings, row: OutboxMail) -> list[tuple[str, str]]:
     """List-Id, List-Unsubscribe (RFC 2369: the mailto of an address that
     unsubscribes by mail, and the web page), List-Unsubscribe-Post (RFC 8058: one click,
     for an https page) of a mail people subscribe to; none for any other."""
@@ -74,11 +112,11 @@ def list_headers(settings: Settings, row: OutboxMessage) -> list[tuple[str, str]
     return out
 
 
-def message_bytes(settings: Settings, row: OutboxMessage) -> bytes:
+def message_bytes(settings: Settings, row: OutboxMail) -> bytes:
     """The mail; its headers are ASCII unless the recipient's address is not (then
     UTF-8, as RFC 6532 lets a mail sent with SMTPUTF8 have)."""
     headers = [
-        ("From", _header_value(formataddr((settings.server_name, settings.address)))),
+        ("From", _from(settings.server_name, settings.address)),
         ("To", envelope_address(row.to_addr)),
         ("Subject", _header_value(row.subject)),
         ("Date", format_datetime(row.created_at)),
@@ -100,7 +138,7 @@ def message_bytes(settings: Settings, row: OutboxMessage) -> bytes:
         return _lines(headers + text_headers) + b"\n" + text
     # the text first, the HTML last: readers show the last part they can
     boundary = f"=_pbmserv_{hashlib.sha1(row.message_id.encode()).hexdigest()[:16]}"
-    html = quopri.encodestring(row.html_body.encode("utf-8"))
+    html = b2a_qp(row.html_body.encode("utf-8"))
     parts = (b"--" + boundary.encode() + b"\n" + _lines(text_headers) + b"\n" + text
              + b"\n--" + boundary.encode() + b"\n"
              + _lines([("Content-Type", 'text/html; charset="utf-8"'),
@@ -119,7 +157,7 @@ def _text_part(body: str) -> tuple[list[tuple[str, str]], bytes]:
     if body.isascii() and max(map(len, body.split("\n"))) <= 998:
         return [*headers, ("Content-Transfer-Encoding", "7bit")], body.encode("ascii")
     return ([*headers, ("Content-Transfer-Encoding", "quoted-printable")],
-            quopri.encodestring(body.encode("utf-8")))
+            b2a_qp(body.encode("utf-8")))
 
 
 #: a line break inside a header value that does not continue it (folding goes on with a
@@ -128,5 +166,7 @@ _BREAK = re.compile(r"\r\n?(?![ \t])|\r|\n(?![ \t])")
 
 
 def _lines(headers: list[tuple[str, str]]) -> bytes:
-    return "".join(f"{name}: {_BREAK.sub(' ', value)}\n"
-                   for name, value in headers).encode("utf-8")
+    text = "".join([f"{name}: {value}\n" for name, value in headers])
+    if "\r" in text or text.count("\n") != len(headers):  # a break in a value (rare)
+        text = "".join(f"{name}: {_BREAK.sub(' ', value)}\n" for name, value in headers)
+    return text.encode("utf-8")

@@ -12,9 +12,9 @@ from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import OutboxMessage
 from pbmserv.db.status import AlertKind, OutboxStatus
 from pbmserv.notifications.bounces import tell_opponents
+from pbmserv.sender.message import OutboxMail
 from pbmserv.sender.relay import PermanentFailure
 from pbmserv.service import incidents
 from pbmserv.service.bounces import blames_address, enhanced_status, record_bounce
@@ -27,7 +27,7 @@ def suppressed() -> dict[str, Any]:
     return {"status": OutboxStatus.SUPPRESSED, "last_error": HELD, "leased_by": None}
 
 
-def failed_for_good(settings: Settings, row: OutboxMessage,
+def failed_for_good(settings: Settings, row: OutboxMail,
                     why: str) -> Callable[[Session], None]:
     """Tell the administrator (once per incident) of a mail refused for good."""
     to, number = row.to_addr, row.id
@@ -38,7 +38,7 @@ def failed_for_good(settings: Settings, row: OutboxMessage,
     return after
 
 
-def refused(settings: Settings, row: OutboxMessage,
+def refused(settings: Settings, row: OutboxMail,
             exc: PermanentFailure) -> tuple[dict[str, Any], Callable[[Session], None]]:
     """The row's new values and what goes with them, for the relay's 5xx ``exc``."""
     text = str(exc)[:2000]
