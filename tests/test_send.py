@@ -3,29 +3,39 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
+import quopri
 import re
+import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from email import message_from_bytes, policy
+from email.message import EmailMessage
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import Envelope
-from sqlalchemy import select
+from sqlalchemy import select, update
+from sqlalchemy.exc import OperationalError
 
 from pbmserv.config import Settings
+from pbmserv.db import session as session_module
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.sender import delivery as send
+from pbmserv.sender import maildir as maildir_module
 from pbmserv.sender import message
 from pbmserv.sender import relay as relay_module
 from pbmserv.sender.delivery import Sender, backoff_seconds
+from pbmserv.sender.message import OutboxMail
 from tests.conftest import Mailer, free_port, read_maildir, text_of
 
 
@@ -179,7 +189,7 @@ def test_backoff_grows_and_is_capped() -> None:
 def test_leased_row_is_not_sent_by_a_second_sender(db: Database, settings: Settings) -> None:
     rid = queue(db, settings)
     sender = Sender(db, settings)
-    _, claimed = sender._claim(10)
+    _, claimed, _ = sender._claim(10)
     assert [r.id for r in claimed] == [rid]
     assert Sender(db, settings)._claim(10)[1] == []
     with db.transaction() as s:
@@ -330,3 +340,163 @@ def test_a_line_break_in_a_header_value_starts_no_header_of_its_own(
         assert not any(line.lower().startswith(b"bcc:") for line in head.split(b"\r\n"))
         parsed = message_from_bytes(wire, policy=policy.default)
         assert str(parsed["Subject"]) == subject.replace("\r", " ").replace("\n", " ")
+
+
+# -- the Maildir: a batch in one transaction, one flush of the files --------------------
+def test_nothing_due_takes_no_write_lock(settings: Settings,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asked every worker round, mostly in vain: with nothing due the sender only
+    reads, so it does not wait for another process's writer holding SQLite's lock."""
+    monkeypatch.setattr(session_module, "BUSY_TIMEOUT", 0.1)  # a writer gives up soon
+    db = Database(settings.database_url)
+    writer = sqlite3.connect(db.engine.url.database or "", timeout=0)
+    try:
+        later = queue(db, settings)
+        with db.transaction() as s:
+            s.execute(update(OutboxMessage).where(OutboxMessage.id == later)
+                      .values(next_attempt_at=utcnow() + timedelta(hours=1)))
+        writer.execute("BEGIN IMMEDIATE")
+        assert Sender(db, settings).send_due() == 0
+        with pytest.raises(OperationalError, match="locked"), db.transaction() as s:
+            s.execute(update(OutboxMessage).values(attempts=5))  # as a write would fare
+        writer.rollback()
+        assert row(db, later).status == "pending" and row(db, later).attempts == 0
+    finally:
+        writer.close()
+        db.dispose()
+
+
+def test_two_senders_into_one_maildir_write_every_mail_once(
+        db: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    two_senders_into_one_maildir(db, Database(settings.database_url), settings, monkeypatch)
+
+
+@pytest.mark.postgres
+def test_two_senders_into_one_maildir_on_postgres(
+        pg_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each sender with a connection pool of its own, as two processes have: a batch's
+    rows are held by its transaction (SKIP LOCKED), so the other sender takes others."""
+    pg = replace(settings, database_url=pg_url)
+    two_senders_into_one_maildir(Database(pg_url), Database(pg_url), pg, monkeypatch)
+
+
+def two_senders_into_one_maildir(db: Database, other: Database, settings: Settings,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(send, "BATCH", 3)
+    written: list[str] = []
+    real = maildir_module.deliver_all
+
+    def counted(maildir: Path, mails: Sequence[tuple[OutboxMail, bytes]]) -> list[str | None]:
+        written.extend(maildir_module.file_name(r) for r, _ in mails)
+        time.sleep(0.01)  # a slow disk: the other sender runs meanwhile
+        return real(maildir, mails)
+
+    monkeypatch.setattr(send, "deliver_all", counted)
+    try:
+        ids = [queue(db, settings, to=f"p{i}@example.org") for i in range(30)]
+        sent: list[int] = []
+
+        def run(database: Database) -> None:
+            sent.append(Sender(database, settings).send_due())
+
+        threads = [threading.Thread(target=run, args=(d,)) for d in (db, other)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sum(sent) == 30 and sorted(written) == sorted(set(written))
+        assert len(written) == 30 and len(read_maildir(settings.maildir)) == 30
+        rows = [row(db, i) for i in ids]
+        assert {(r.status, r.attempts, r.leased_by) for r in rows} == {("sent", 1, None)}
+    finally:
+        db.dispose()
+        other.dispose()
+
+
+def test_one_flush_of_the_file_system_a_batch(db: Database, settings: Settings,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    if maildir_module.SYNCFS is None:
+        pytest.skip("no syncfs(2) here: a file is flushed at a time")
+    flushed: list[int] = []
+    real = maildir_module.SYNCFS
+
+    def syncfs(fd: int) -> None:
+        flushed.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(maildir_module, "SYNCFS", syncfs)
+    for i in range(5):
+        queue(db, settings, to=f"p{i}@example.org")
+    assert Sender(db, settings).send_due() == 5
+    assert len(flushed) == 1 and len(read_maildir(settings.maildir)) == 5
+
+
+def test_a_file_at_a_time_without_syncfs(db: Database, settings: Settings,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(maildir_module, "SYNCFS", None)
+    flushed: list[int] = []
+    real = os.fdatasync
+
+    def fdatasync(fd: int) -> None:
+        flushed.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    ids = [queue(db, settings, to=f"p{i}@example.org", body=f"Mail {i}\n") for i in range(3)]
+    assert Sender(db, settings).send_due() == 3
+    assert len(flushed) == 3
+    assert sorted(text_of(m) for m in read_maildir(settings.maildir)) == [
+        "Mail 0\n", "Mail 1\n", "Mail 2\n"]
+    assert [row(db, i).status for i in ids] == ["sent"] * 3
+
+
+def test_a_batch_whose_flush_fails_is_not_counted_and_waits(
+        db: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write error the flush reports (as syncfs does since Linux 5.8) names no file:
+    no mail of the batch is moved into new/ or counted sent; all are tried later."""
+    if maildir_module.SYNCFS is None:
+        pytest.skip("no syncfs(2) here")
+
+    def failing(fd: int) -> None:
+        raise OSError(errno.EIO, "syncfs: Input/output error")
+
+    monkeypatch.setattr(maildir_module, "SYNCFS", failing)
+    ids = [queue(db, settings, to=f"p{i}@example.org") for i in range(3)]
+    assert Sender(db, settings).send_due() == 0
+    assert read_maildir(settings.maildir) == []
+    for i in ids:
+        waiting = row(db, i)
+        assert waiting.status == "pending" and waiting.attempts == 1
+        assert "Input/output error" in (waiting.last_error or "")
+        assert waiting.next_attempt_at > utcnow() + timedelta(seconds=20)
+    monkeypatch.undo()
+    with db.transaction() as s:  # their back-off over: they go out, once each
+        s.execute(update(OutboxMessage).values(next_attempt_at=utcnow()))
+    assert Sender(db, settings).send_due() == 3 and len(read_maildir(settings.maildir)) == 3
+
+
+@pytest.mark.parametrize("text", [
+    "Grüße, ünïcödé ● ♚\n",
+    "x" * 75 + "\n" + "y" * 76 + "\n" + "z" * 77 + "\n" + "é" * 40 + "\n",
+    "a line with blanks at its end   \nand a tab\t\n \n\t\nlast blank ",
+    "=start\n.\n. \n.x\n==\n" + "=" * 30 + "\n" + "a" * 73 + "=b\n" + "a" * 74 + "é\n",
+    "é", ".", "", "\n\n\n", "abc = def" * 40,
+])
+def test_quoted_printable_is_as_the_standard_library_makes_it(
+        db: Database, settings: Settings, text: str) -> None:
+    """The text part (not ASCII) and the HTML part, quoted-printable: the same bytes
+    as quopri makes them, and read back as they were written."""
+    body = "é" + text  # not ASCII: quoted-printable
+    with db.transaction() as s:
+        rid = queue_mail(s, settings, to="bob@example.org", subject="Board", body=body,
+                         html=text or "<p></p>")
+    raw = message.message_bytes(settings, row(db, rid))
+    wanted = body if body.endswith("\n") else body + "\n"
+    assert quopri.encodestring(wanted.encode()) in raw
+    assert quopri.encodestring((text or "<p></p>").encode()) in raw
+    mail = message_from_bytes(raw, policy=policy.default)
+    assert isinstance(mail, EmailMessage)
+    assert text_of(mail) == wanted
+    html = mail.get_body(preferencelist=("html",))
+    assert isinstance(html, EmailMessage)
+    assert html.get_content().rstrip("\n") == (text or "<p></p>").rstrip("\n")

@@ -1,19 +1,27 @@
 """Delivering the outbox: to the relay when one is set, else into a Maildir.
 
-Rows are leased before sending, in the name of one claim of one sender, so that no
-other sender (another thread, ``pbmserv work``, another process or host) takes them
-meanwhile.  A claim is one statement (on PostgreSQL with ``SKIP LOCKED``, so senders
-never wait for each other) and leases a batch for half a minute:
+No other sender (another thread, ``pbmserv work``, another process or host) may take
+a mail while one sends it.  The worker asks for due mail every round, mostly in
+vain: that is one indexed read, which takes no write lock.  The statements of a
+round are prepared once, and rows are read as plain rows, not ORM objects.
 
-- Into a Maildir, a batch is written and recorded together, in one statement; a
-  file's name comes from its row, so even a lease that ran out could only rewrite
-  the same file.
-- To a relay, each mail's lease is renewed (for two minutes, longer than one send
-  can take) just before it is sent, and its result recorded as soon as it is known,
-  in one transaction with the next mail's renewal.  A mail whose claim ran out
-  before its turn is left to whoever claimed it since.  So a mail that went out is
-  never sent again by anyone while nothing crashed; a crash mid-send may repeat the
-  one being sent.
+- Into a Maildir, a batch is taken, written and recorded in one transaction: its
+  rows are held by the transaction itself (SQLite's write lock; on PostgreSQL row
+  locks taken with ``SKIP LOCKED``, so senders never wait for each other).  The
+  files are on disk, and in new/, before the commit that counts them sent; a
+  crash before it leaves the rows due, and a file's name comes from its row, so
+  sending them again rewrites the same files.  The write lock is held a few
+  milliseconds longer than a record alone would take, and each round costs one
+  transaction, not two, and writes each row once.
+- To a relay, rows are leased first, in the name of one claim of one sender: a
+  claim is one statement that leases a batch for half a minute and returns it (on
+  PostgreSQL with ``SKIP LOCKED``); its commit need not reach the disk, as a lost
+  claim only leaves its rows due.  Each mail's lease is renewed (for two minutes,
+  longer than one send can take) just before it is sent, and its result recorded
+  as soon as it is known, in one transaction with the next mail's renewal.  A mail
+  whose claim ran out before its turn is left to whoever claimed it since.  So a
+  mail that went out is never sent again by anyone while nothing crashed; a crash
+  mid-send may repeat the one being sent.
 
 A relay that cannot be reached charges no mail with a back-off: the mails stay due,
 the sender probes the relay every few seconds, and the backlog goes out as soon as
@@ -25,22 +33,22 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from itertools import count
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import case, func, select, update
+from sqlalchemy import Connection, Table, bindparam, case, func, select, update
 from sqlalchemy.orm import Session
 
 from pbmserv.config import Relay, Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import OutboxMessage
-from pbmserv.db.session import Database
+from pbmserv.db.models import MailSuspension, OutboxMessage
+from pbmserv.db.session import READ_ONLY, Database
 from pbmserv.db.status import OutboxStatus
 from pbmserv.mail.addresses import subaddress
 from pbmserv.sender.maildir import deliver_all
-from pbmserv.sender.message import envelope_address, message_bytes
+from pbmserv.sender.message import OutboxMail, envelope_address, message_bytes
 from pbmserv.sender.refusals import failed_for_good, refused, suppressed
 from pbmserv.sender.relay import (
     LoginRefused,
@@ -94,14 +102,59 @@ def _sent() -> dict[str, Any]:
                               else_=OutboxMessage.html_body)}
 
 
-def _deferred(row: OutboxMessage, error: str) -> dict[str, Any]:
+# -- the statements of a round, prepared once (compiled once, then found in the cache)
+_OUTBOX = cast(Table, OutboxMessage.__table__)
+_O = _OUTBOX.c
+_DUE = (_O.status == OutboxStatus.PENDING) & (_O.next_attempt_at <= bindparam("now"))
+#: whether anything is due (the index on status and next_attempt_at answers it)
+_ANY_DUE = select(_O.id).where(_DUE).limit(1)
+#: the columns a mail is made of (OutboxMail)
+_MAIL = (_O.id, _O.created_at, _O.message_id, _O.to_addr, _O.subject, _O.body,
+         _O.in_reply_to, _O.reply_to, _O.html_body, _O.attempts, _O.list_id, _O.unsubscribe)
+
+
+def _taking(statement: Any, skip_locked: bool) -> Any:
+    return statement.with_for_update(skip_locked=True) if skip_locked else statement
+
+
+#: the due rows of a batch, oldest first, for a transaction to hold (Maildir)
+_TAKE = {skip: _taking(select(*_MAIL).where(_DUE).order_by(_O.id).limit(bindparam("limit")),
+                       skip)
+         for skip in (False, True)}
+#: a claim: the due rows of a batch leased and returned (relay)
+_CLAIM = {skip: update(_OUTBOX)
+          .where(_O.id.in_(_taking(select(_O.id).where(_DUE).order_by(_O.id)
+                                   .limit(bindparam("limit")), skip).scalar_subquery()))
+          .values(next_attempt_at=bindparam("until"), leased_by=bindparam("token"))
+          .returning(*_MAIL)
+          for skip in (False, True)}
+#: rows this transaction holds recorded as sent (see _sent)
+_SENT = (update(_OUTBOX)
+         .where(_O.id.in_(bindparam("ids", expanding=True)))
+         .values(status=OutboxStatus.SENT, sent_at=bindparam("at"), last_error=None,
+                 leased_by=None, attempts=_O.attempts + 1,
+                 subject=case((_O.blank_after_send, BLANKED_SUBJECT), else_=_O.subject),
+                 body=case((_O.blank_after_send, BLANKED), else_=_O.body),
+                 html_body=case((_O.blank_after_send, None), else_=_O.html_body)))
+#: suspended_among's question, prepared: which of these (lower-cased) addresses bounce
+_SUSPENDED = (select(MailSuspension.__table__.c.address)
+              .where(MailSuspension.__table__.c.address.in_(
+                  bindparam("addresses", expanding=True))))
+
+
+def _address(row: OutboxMail) -> str:
+    """The address as suspensions are kept (pbmserv.service.bounces)."""
+    return row.to_addr.strip().lower()
+
+
+def _deferred(row: OutboxMail, error: str) -> dict[str, Any]:
     delay = backoff_seconds(row.attempts + 1)
     log.warning("outbox %s not sent (%s); next try in %ss", row.id, error[:200], delay)
     return {"last_error": error[:2000], "leased_by": None,
             "next_attempt_at": utcnow() + timedelta(seconds=delay)}
 
 
-def _failed(row: OutboxMessage, error: str) -> dict[str, Any]:
+def _failed(row: OutboxMail, error: str) -> dict[str, Any]:
     log.warning("outbox %s refused for good: %s", row.id, error[:200])
     return {"status": OutboxStatus.FAILED, "last_error": error[:2000], "leased_by": None}
 
@@ -117,66 +170,79 @@ class Sender:
         #: whether the daily sending limit held mail back at the last look
         self.capped = False
         self._secret: bytes | None = None
+        self._reader = db.engine.execution_options(**{READ_ONLY: True})
 
-    def bounce_address(self, row: OutboxMessage) -> str:
+    def bounce_address(self, row: OutboxMail) -> str:
         """The envelope sender of ``row``'s mail (VERP): bounces of it come back to
         ``pbmserv+bounce-o<id>-<signature>@domain``, naming the mail and so its
         address, whatever form the bounce takes."""
         if not self.settings.subaddressing:  # a mailbox without sub-addresses: the
             return self.settings.address      # bounce is known by the mail it returns
+        return subaddress(self.settings.address, bounce_tag(self._know_secret(), row.id))
+
+    def _know_secret(self) -> bytes:
+        """The key of the bounce addresses: asked once (in a transaction of its own, so
+        before a batch's transaction begins)."""
         if self._secret is None:
             with self.db.transaction() as session:
                 self._secret = server_secret(session, self.settings.secret)
-        return subaddress(self.settings.address, bounce_tag(self._secret, row.id))
+        return self._secret
 
-    # -- leases -----------------------------------------------------------------------
-    def _claim(self, limit: int) -> tuple[str, list[OutboxMessage]]:
-        """Lease up to ``limit`` due rows for a new claim; returns its token and rows."""
+    # -- taking rows --------------------------------------------------------------------
+    def _anything_due(self) -> bool:
+        """Whether a mail is due: one indexed read, no write lock (the worker asks every
+        round, mostly when nothing is)."""
+        with self._reader.connect() as connection:
+            return connection.execute(_ANY_DUE, {"now": utcnow()}).first() is not None
+
+    def _claim(self, limit: int) -> tuple[str, list[OutboxMail], list[OutboxMail]]:
+        """Lease up to ``limit`` due rows for a new claim; returns its token, the rows
+        and those of them to send (a mail to a suspended address is marked suppressed
+        in the same transaction)."""
         token = f"{self._name}:{next(self._claims)}"
         now = utcnow()
-        due = (select(OutboxMessage.id)
-               .where(OutboxMessage.status == OutboxStatus.PENDING,
-                      OutboxMessage.next_attempt_at <= now)
-               .order_by(OutboxMessage.id).limit(limit))
-        if self.db.is_postgres:
-            due = due.with_for_update(skip_locked=True)
-        with self.db.transaction() as session:
-            session.execute(
-                update(OutboxMessage).where(OutboxMessage.id.in_(due.scalar_subquery()))
-                .values(next_attempt_at=now + LEASE, leased_by=token)
-                .execution_options(synchronize_session=False)
-            )
-            rows = list(session.scalars(
-                select(OutboxMessage).where(OutboxMessage.leased_by == token)
-                .order_by(OutboxMessage.id)))
-        return token, rows
+        with self.db.transaction(lazy=True) as session:
+            connection = session.connection()
+            rows: list[OutboxMail] = sorted(
+                connection.execute(_CLAIM[self.db.is_postgres],
+                                   {"now": now, "limit": limit, "until": now + LEASE,
+                                    "token": token}).all(),
+                key=lambda row: row.id)
+            send = self._hold_back(session, connection, token, rows)
+        return token, rows, send
 
-    def _record(self, session: Session, token: str, row_ids: list[int],
+    def _hold_back(self, session: Session, connection: Connection, token: str | None,
+                   rows: Sequence[OutboxMail]) -> list[OutboxMail]:
+        """The rows to send: those to a suspended address are marked suppressed."""
+        if not rows:
+            return []
+        held = set(connection.scalars(_SUSPENDED,
+                                      {"addresses": list({_address(r) for r in rows})}))
+        if not held:
+            return list(rows)
+        for row in rows:
+            if _address(row) in held:
+                self._record(session, token, [row.id], suppressed(), charged=False)
+        log.info("outbox: %d mail(s) not sent: their address bounces",
+                 sum(_address(row) in held for row in rows))
+        return [row for row in rows if _address(row) not in held]
+
+    def _record(self, session: Session, token: str | None, row_ids: list[int],
                 values: dict[str, Any], *, charged: bool = True,
                 after: After | None = None) -> None:
-        """Record a result of rows this claim holds; ``after`` runs in the same
-        transaction if they were still held (a bounce counted, an incident opened)."""
+        """Record a result of rows the claim ``token`` holds (None: rows this
+        transaction holds); ``after`` runs in the same transaction if they were still
+        held (a bounce counted, an incident opened)."""
         attempts = {"attempts": OutboxMessage.attempts + 1} if charged else {}
+        held = [] if token is None else [OutboxMessage.leased_by == token]
         changed = session.execute(
             update(OutboxMessage)
-            .where(OutboxMessage.id.in_(row_ids), OutboxMessage.leased_by == token)
+            .where(OutboxMessage.id.in_(row_ids), *held)
             .values(**values, **attempts)
             .execution_options(synchronize_session=False)
         ).rowcount  # type: ignore[attr-defined]
         if changed and after is not None:
             after(session)
-
-    def _hold_back(self, token: str, rows: list[OutboxMessage]) -> list[OutboxMessage]:
-        """The rows to send: those to a suspended address are marked suppressed."""
-        with self.db.transaction() as session:
-            held = suspended_among(session, {row.to_addr for row in rows})
-            for row in rows:
-                if row.to_addr.strip().lower() in held:
-                    self._record(session, token, [row.id], suppressed(), charged=False)
-        if held:
-            log.info("outbox: %d mail(s) not sent: their address bounces",
-                     sum(row.to_addr.strip().lower() in held for row in rows))
-        return [row for row in rows if row.to_addr.strip().lower() not in held]
 
     def _renew(self, session: Session, token: str, row_id: int) -> bool:
         return bool(session.execute(
@@ -187,7 +253,7 @@ class Sender:
             .execution_options(synchronize_session=False)
         ).rowcount)  # type: ignore[attr-defined]
 
-    def _release(self, token: str, rows: list[OutboxMessage]) -> None:
+    def _release(self, token: str, rows: list[OutboxMail]) -> None:
         """Give rows back untried: due again at once, for any sender."""
         if not rows:
             return
@@ -204,8 +270,12 @@ class Sender:
     def send_due(self, limit: int = 10_000) -> int:
         """Send due messages, a batch at a time (each tried once, at most ``limit``);
         returns how many went out."""
+        if not self._anything_due():
+            return 0
         relay = self.settings.relay_target
-        if relay is not None and self.relay_down:
+        if relay is None:
+            return self._into_maildir(limit)
+        if self.relay_down:
             if time.monotonic() < self._next_probe:
                 return 0
             if not probe(relay, self.settings.relay_ca_file):
@@ -214,23 +284,19 @@ class Sender:
             log.warning("relay %s:%s answers again; sending the backlog", relay.host,
                         relay.port)
             self.relay_down = False
-        if relay is not None and self.settings.daily_send_limit:
+        if self.settings.daily_send_limit:
             limit = min(limit, self._room_today())
             if limit <= 0:
                 return 0
         sent = tried = 0
         while tried < limit and not self.relay_down:
             wanted = min(BATCH, limit - tried)
-            token, rows = self._claim(wanted)
-            if not rows:
+            token, claimed, rows = self._claim(wanted)
+            if not claimed:
                 break
-            tried += len(rows)
-            rows = self._hold_back(token, rows)
-            if relay is None:
-                sent += self._to_maildir(token, rows)
-            else:
-                sent += self._to_relay(relay, token, rows)
-            if len(rows) < wanted:
+            tried += len(claimed)
+            sent += self._to_relay(relay, token, rows)
+            if len(claimed) < wanted:
                 break  # all that was due: no claim (a write) that finds nothing
         return sent
 
@@ -251,11 +317,12 @@ class Sender:
         self.capped = not room
         return room
 
-    def _build(self, rows: list[OutboxMessage]) -> tuple[list[tuple[OutboxMessage, bytes]],
-                                                        list[tuple[OutboxMessage, str]]]:
+    def _build(self, rows: list[OutboxMail]) -> tuple[list[tuple[OutboxMail, bytes]],
+                                                     list[tuple[OutboxMail, str]]]:
         """The mails that can be made of ``rows``, and those that cannot, with why (a
         bug, never a reason to stop the others)."""
-        built, broken = [], []
+        built: list[tuple[OutboxMail, bytes]] = []
+        broken: list[tuple[OutboxMail, str]] = []
         for row in rows:
             try:
                 built.append((row, message_bytes(self.settings, row)))
@@ -264,30 +331,47 @@ class Sender:
                 broken.append((row, f"cannot be made into a mail: {type(exc).__name__}: {exc}"))
         return built, broken
 
-    def _to_maildir(self, token: str, rows: list[OutboxMessage]) -> int:
-        built, broken = self._build(rows)
-        # as a delivery agent does, the envelope sender goes in Return-Path
-        built = [(row, f"Return-Path: <{self.bounce_address(row)}>\n".encode() + data)
-                 for row, data in built]
-        errors = deliver_all(self.settings.maildir, built)
-        rows = [row for row, _ in built]
-        done = [row.id for row, error in zip(rows, errors, strict=True) if error is None]
-        with self.db.transaction() as session:
-            if done:
-                self._record(session, token, done, _sent())
-            for row, error in zip(rows, errors, strict=True):
-                if error is not None:
-                    self._record(session, token, [row.id], _deferred(row, error))
-            for row, why in broken:
-                self._record(session, token, [row.id], _failed(row, why),
-                             after=failed_for_good(self.settings, row, why))
-        for row, error in zip(rows, errors, strict=True):
-            if error is None:
-                log.info("sent outbox %s: %s to <%s>, into the Maildir", row.id,
-                         row.message_id, row.to_addr)
-        return len(done)
+    def _into_maildir(self, limit: int) -> int:
+        """Batches into the Maildir until nothing is due (at most ``limit`` rows)."""
+        sent = tried = 0
+        while tried < limit:
+            wanted = min(BATCH, limit - tried)
+            found, done = self._maildir_batch(wanted)
+            tried, sent = tried + found, sent + done
+            if found < wanted:
+                break  # all that was due
+        return sent
 
-    def _to_relay(self, relay: Relay, token: str, rows: list[OutboxMessage]) -> int:
+    def _maildir_batch(self, limit: int) -> tuple[int, int]:
+        """Take up to ``limit`` due rows, write their mails into the Maildir and record
+        them, in one transaction that holds the rows; returns how many rows were taken,
+        and how many mails went out."""
+        self._know_secret()
+        with self.db.transaction() as session:
+            connection = session.connection()
+            rows = connection.execute(_TAKE[self.db.is_postgres],
+                                      {"now": utcnow(), "limit": limit}).all()
+            built, broken = self._build(self._hold_back(session, connection, None, rows))
+            # as a delivery agent does, the envelope sender goes in Return-Path
+            built = [(row, f"Return-Path: <{self.bounce_address(row)}>\n".encode() + data)
+                     for row, data in built]
+            errors = deliver_all(self.settings.maildir, built)
+            done = [row for (row, _), error in zip(built, errors, strict=True)
+                    if error is None]
+            if done:
+                connection.execute(_SENT, {"ids": [row.id for row in done], "at": utcnow()})
+            for (row, _), error in zip(built, errors, strict=True):
+                if error is not None:
+                    self._record(session, None, [row.id], _deferred(row, error))
+            for row, why in broken:
+                self._record(session, None, [row.id], _failed(row, why),
+                             after=failed_for_good(self.settings, row, why))
+        for row in done:
+            log.info("sent outbox %s: %s to <%s>, into the Maildir", row.id,
+                     row.message_id, row.to_addr)
+        return len(rows), len(done)
+
+    def _to_relay(self, relay: Relay, token: str, rows: list[OutboxMail]) -> int:
         sent = 0
         # a result not yet recorded: the row, its values, what goes with them
         pending: tuple[int, dict[str, Any], After | None] | None = None
