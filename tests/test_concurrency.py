@@ -187,3 +187,47 @@ def test_an_urgent_writer_of_another_process_is_seen_waiting(db_url: str) -> Non
     finally:
         worker.dispose()
         intake.dispose()
+
+
+def test_a_writer_waits_while_an_urgent_writer_of_another_process_waits(
+        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite's lock is no queue: a worker that commits and begins again at once wins
+    it over an intake that asks every half millisecond, again and again.  So a writer
+    that begins while another process's urgent writer waits (its flag raised) waits
+    until the flag falls; and no longer than GIVE_WAY for a flag left raised by a
+    writer that died."""
+    import threading
+    import time
+
+    from pbmserv.db import session as sessions
+
+    monkeypatch.setattr(sessions, "GIVE_WAY", 30.0)
+    worker = Database(db_url)
+    flag = sessions.UrgentFlag(Path(str(worker.engine.url.database) + "-urgent"))
+    began: list[float] = []
+
+    def write() -> None:
+        with worker.transaction(lazy=True) as session:
+            session.get(User, 1)  # BEGIN IMMEDIATE
+            began.append(time.monotonic())
+
+    try:
+        flag.set(True)
+        thread = threading.Thread(target=write)
+        thread.start()
+        time.sleep(0.2)
+        lowered = time.monotonic()
+        flag.set(False)
+        thread.join(timeout=30)
+        assert began and began[0] >= lowered  # it began only once the flag fell
+
+        monkeypatch.setattr(sessions, "GIVE_WAY", 0.05)
+        flag.set(True)  # left raised: the writer waits its while, then goes on
+        began.clear()
+        thread = threading.Thread(target=write)
+        thread.start()
+        thread.join(timeout=30)
+        assert began and flag.raised
+    finally:
+        flag.set(False)
+        worker.dispose()

@@ -33,6 +33,8 @@ URGENT = "pbmserv_urgent"
 #: how often an urgent writer asks again for SQLite's lock held by another process
 URGENT_RETRY = 0.0005
 BUSY_TIMEOUT = 30.0
+#: the longest a writer waits for an urgent writer of another process to go first
+GIVE_WAY = 0.05
 #: the key of a pooled SQLite connection's info that holds its ``synchronous`` setting
 _SYNCHRONOUS = "pbmserv_synchronous"
 
@@ -116,7 +118,10 @@ def _sqlite_begin(conn: Any) -> None:
     if info.get(_SYNCHRONOUS) != synchronous:
         conn.exec_driver_sql("PRAGMA synchronous=" + synchronous)
         info[_SYNCHRONOUS] = synchronous
+    flag = _URGENT_FLAGS.get(conn.engine.url.database or "")
     if not options.get(URGENT):
+        if flag is not None and flag.raised:
+            _give_way(flag)
         conn.exec_driver_sql("BEGIN IMMEDIATE")
         return
     # SQLite's own busy handler sleeps ever longer (up to 100 ms a time) while another
@@ -124,7 +129,6 @@ def _sqlite_begin(conn: Any) -> None:
     # (and raises the flag that tells the other processes' long writers to finish up)
     # The tries go to the driver itself: a refusal wrapped by SQLAlchemy costs ten times
     # the CPU, and there may be dozens while a worker process finishes its batch.
-    flag = _URGENT_FLAGS.get(conn.engine.url.database or "")
     driver = conn.connection.driver_connection
     driver.execute("PRAGMA busy_timeout=0")
     try:
@@ -143,6 +147,17 @@ def _sqlite_begin(conn: Any) -> None:
         if flag is not None:
             flag.set(False)
         driver.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+
+
+def _give_way(flag: UrgentFlag) -> None:
+    """Wait while an urgent writer of another process waits for the lock (at most
+    ``GIVE_WAY`` seconds: a flag left raised by a writer that died is not waited on
+    for ever).  SQLite's lock is no queue: a writer that has just committed and
+    begins again at once would win it over a writer that asks every half
+    millisecond, again and again."""
+    deadline = time.monotonic() + GIVE_WAY
+    while flag.raised and time.monotonic() < deadline:
+        time.sleep(URGENT_RETRY)
 
 
 def _postgres_begin(conn: Any) -> None:
