@@ -21,17 +21,23 @@ from sqlalchemy.orm import Session
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
+from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import OutboxStatus
 from pbmserv.mail.addresses import base_address, tag_mark, tag_of
 from pbmserv.render import render
 
-_INSERT = insert(OutboxMessage)
+#: the columns a queued mail is given (every one with a default among them)
+_QUEUED = ("inbound_id", "created_at", "message_id", "to_addr", "subject", "body",
+           "in_reply_to", "reply_to", "html_body", "blank_after_send", "list_id",
+           "unsubscribe", "status", "attempts", "next_attempt_at")
+_INSERT = Prepared(insert(OutboxMessage).values({name: bindparam(name) for name in _QUEUED})
+                   .returning(OutboxMessage.id))
 _COUNTED = (OutboxStatus.PENDING, OutboxStatus.SENT, OutboxStatus.FAILED)
 #: mails and replies to an address in the last hour (held ones not counted)
-_RECENT = (select(func.count(), func.count(OutboxMessage.in_reply_to))
-           .where(OutboxMessage.to_addr == bindparam("to"),
-                  OutboxMessage.created_at > bindparam("since"),
-                  OutboxMessage.status.in_(_COUNTED)))
+_RECENT = Prepared(select(func.count(), func.count(OutboxMessage.in_reply_to))
+                   .where(OutboxMessage.to_addr == bindparam("to"),
+                          OutboxMessage.created_at > bindparam("since"),
+                          OutboxMessage.status.in_(_COUNTED)))
 #: when the mails held for an address go out
 _RELEASE = (select(func.min(OutboxMessage.next_attempt_at))
             .where(OutboxMessage.to_addr == bindparam("to"),
@@ -63,21 +69,18 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
     now = utcnow()
     status, due = OutboxStatus.PENDING, now
     connection = session.connection()
-    total, replies = connection.execute(_RECENT, {"to": to, "since": now - HOUR}).one()
+    total, replies = _RECENT.rows(connection, {"to": to, "since": now - HOUR})[0]
     if total >= settings.mails_per_address_hour or (
             in_reply_to is not None and replies >= settings.replies_per_sender_hour):
         status = OutboxStatus.HELD  # folded into one mail when its hour is up
         due = connection.execute(_RELEASE, {"to": to}).scalar() or now + HOUR
-    result = connection.execute(_INSERT, {
+    return int(_INSERT.rows(connection, {
         "inbound_id": inbound_id, "created_at": now, "message_id": new_message_id(settings),
         "to_addr": to, "subject": subject[:MAX_SUBJECT], "body": body, "in_reply_to": in_reply_to,
         "reply_to": reply_to, "html_body": html, "blank_after_send": secret,
         "list_id": listed[0] if listed else None, "unsubscribe": listed[1] if listed else None,
         "status": status, "attempts": 0, "next_attempt_at": due,
-    })
-    key = result.inserted_primary_key
-    assert key is not None
-    return int(key[0])
+    })[0][0])
 
 
 def _tag_outside_address(settings: Settings, reply_to: str, subject: str) -> tuple[str, str]:
@@ -104,7 +107,7 @@ def fold_held(session: Session, settings: Settings, now: datetime | None = None)
     for address, mails in by_address.items():
         folded, later = mails[:FOLD_MOST], mails[FOLD_MOST:]
         body = render("held.txt.j2", mails=folded, settings=settings)
-        session.connection().execute(_INSERT, {
+        _INSERT.rows(session.connection(), {
             "inbound_id": None, "created_at": now, "message_id": new_message_id(settings),
             "to_addr": address,
             "subject": f"{settings.server_name}: {len(folded)} mails held for you this hour",

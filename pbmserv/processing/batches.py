@@ -31,6 +31,7 @@ from pbmserv.commands import is_command
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import InboundMessage
+from pbmserv.db.prepared import Prepared
 from pbmserv.db.problems import describe, reason_line
 from pbmserv.db.session import Database
 from pbmserv.db.status import AlertKind, InboundStatus
@@ -151,13 +152,12 @@ class _MailFailed(Exception):
         self.race = race
 
 
-_DONE = (update(InboundMessage).where(InboundMessage.id == bindparam("inbound_id"))
-         .values(status=bindparam("status"), processed_at=bindparam("now"),
-                 error=bindparam("error")))
-
-
+_DONE_STATEMENT = (update(InboundMessage).where(InboundMessage.id == bindparam("inbound_id"))
+                   .values(status=bindparam("status"), processed_at=bindparam("now"),
+                           error=bindparam("error")))
+_DONE = Prepared(_DONE_STATEMENT)
 #: the same, the stored mail's passwords masked too (one statement, not two)
-_DONE_MASKED = _DONE.values(raw=bindparam("raw"))
+_DONE_MASKED = Prepared(_DONE_STATEMENT.values(raw=bindparam("raw")))
 
 
 def run_batch(db: Database, settings: Settings,
@@ -226,9 +226,9 @@ def _run_one(session: Session, settings: Settings, stored: Stored, now: object) 
                 "error": mail.silent_reason or mail.refusal or None}
         masked = mask_raw(stored.raw, secrets) if stored.raw else stored.raw
         if masked != stored.raw:  # no password or code lies in the store
-            session.connection().execute(_DONE_MASKED, {**done, "raw": masked})
+            _DONE_MASKED.run(session.connection(), {**done, "raw": masked})
         else:
-            session.connection().execute(_DONE, done)
+            _DONE.run(session.connection(), done)
         # what this mail loaded is of no use to the next: a session that grew with
         # the batch would make every flush look through all of it
         session.flush()

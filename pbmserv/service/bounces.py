@@ -30,6 +30,7 @@ from pbmserv.db.models import (
     OutboxMessage,
     User,
 )
+from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import AlertKind, BoardStatus, InboundStatus, OutboxStatus
 from pbmserv.service import incidents
 
@@ -129,7 +130,8 @@ class Resumed:
     held: int
 
 
-_SUSPENDED = select(MailSuspension.address).where(MailSuspension.address == bindparam("address"))
+_SUSPENDED = Prepared(select(MailSuspension.address)
+                      .where(MailSuspension.address == bindparam("address")))
 
 
 def resume(session: Session, address: str) -> Resumed | None:
@@ -138,7 +140,7 @@ def resume(session: Session, address: str) -> Resumed | None:
     address = address.strip().lower()
     # every mail a player sends asks this: a plain row, not an ORM object (a third of
     # the cost), and the object loaded only for the rare suspended address
-    if session.connection().execute(_SUSPENDED, {"address": address}).first() is None:
+    if _SUSPENDED.first(session.connection(), {"address": address}) is None:
         return None
     found = session.get(MailSuspension, address)
     if found is None:

@@ -15,6 +15,7 @@ from sqlalchemy import bindparam, delete, or_, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import AuthThrottle
+from pbmserv.db.prepared import Prepared
 
 FAILURES_BEFORE_LOCK = 5
 QUIET = timedelta(minutes=15)
@@ -23,8 +24,8 @@ MAX_LOCK = timedelta(days=1)
 
 
 # the two keys of a password check (an IN list would be compiled afresh every time)
-_COUNTED = select(AuthThrottle.key, AuthThrottle.locked_until).where(
-    or_(AuthThrottle.key == bindparam("account"), AuthThrottle.key == bindparam("sender")))
+_COUNTED = Prepared(select(AuthThrottle.key, AuthThrottle.locked_until).where(
+    or_(AuthThrottle.key == bindparam("account"), AuthThrottle.key == bindparam("sender"))))
 
 
 def account_key(userid: str) -> str:
@@ -37,8 +38,8 @@ def sender_key(address: str) -> str:
 
 def throttled(session: Session, account: str, sender: str) -> dict[str, datetime | None]:
     """Of the two keys, those with failures counted, and until when each is locked."""
-    return {row[0]: row[1] for row in session.connection().execute(
-        _COUNTED, {"account": account, "sender": sender})}
+    return {row[0]: row[1] for row in _COUNTED.rows(
+        session.connection(), {"account": account, "sender": sender})}
 
 
 def lock_length(failures: int) -> timedelta:
