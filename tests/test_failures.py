@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import select
@@ -41,6 +43,24 @@ def test_failed_mail_is_kept_and_replayed(mailer: Mailer, db: Database, settings
 
 def test_failed_mail_is_marked_without_parsing_again_and_blocks_nothing(
         db: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    marked_without_parsing_again(db, settings, monkeypatch)
+
+
+@pytest.mark.postgres
+def test_postgres_failed_mail_is_marked_without_parsing_again_and_blocks_nothing(
+        pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On PostgreSQL a mail is read and parsed only once this process holds it: once
+    too, the failed one included."""
+    db = Database(pg_url)
+    try:
+        marked_without_parsing_again(
+            db, Settings(database_url=pg_url, maildir=tmp_path / "mail"), monkeypatch)
+    finally:
+        db.dispose()
+
+
+def marked_without_parsing_again(db: Database, settings: Settings,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
     import pbmserv.processing.batches as processing
     from pbmserv.intake.store import store_message
     from pbmserv.mail.parse import parse_message
@@ -60,13 +80,25 @@ def test_failed_mail_is_marked_without_parsing_again_and_blocks_nothing(
     monkeypatch.setattr(Help, "run", broken)
     bad = store_message(db, make_mail("help", sender="carol@example.org"), "carol@example.org")
     good = store_message(db, make_mail("list", sender="dave@example.org"), "dave@example.org")
-    assert bad is not None and good is not None
-    assert processing.process_pending(db, settings) == 2
+    # a mail the parser itself fails on: kept as failed, nobody known to tell
+    unparsed = store_message(db, make_mail("list", body="parser bug here",
+                                           sender="erin@example.org"), "erin@example.org")
+    assert bad is not None and good is not None and unparsed is not None
+
+    def parse_or_fail(raw: bytes, *args: object) -> object:
+        if b"parser bug here" in raw:
+            raise ValueError("simulated parser bug")
+        return counting_parse(raw, *args)
+
+    monkeypatch.setattr(processing, "parse_message", parse_or_fail)
+    assert processing.process_pending(db, settings) == 3
     assert len(parsed) == 2  # each mail parsed once, the failed one too
     with db.transaction() as s:
         rows = {m.id: m for m in s.scalars(select(InboundMessage))}
         out = {m.inbound_id: m.subject for m in s.scalars(select(OutboxMessage))}
     assert rows[bad].status == "failed" and "RecursionError" in (rows[bad].error or "")
+    assert rows[unparsed].status == "failed"
+    assert "simulated parser bug" in (rows[unparsed].error or "")
     assert rows[good].status == "done"
     assert out == {bad: "pbmserv: your mail is held for the administrator",
                    good: "pbmserv games"}
