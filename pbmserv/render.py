@@ -1,10 +1,12 @@
 """The Jinja environments: everything a player reads comes from templates/.
 
 Text (``*.txt.j2``, for mail) goes through ``render``: no escaping, lines trimmed.
-HTML (``*.html.j2``, for web pages and the HTML part of mail) goes through
-``render_html``: a second environment with autoescape on, so every value a template
-prints is escaped unless it is already ``Markup``.  ``inline_css`` turns a document's
-``<style>`` rules into ``style`` attributes, for mail readers that ignore style sheets.
+HTML (``*.html.j2``) for web pages goes through ``render_html``: a second environment
+with autoescape on, so every value a template prints is escaped unless it is already
+``Markup``.  The HTML part of mail goes through ``render_mail_html`` (and
+``html_mail``): a third environment, the same but that its templates get the rules of
+``boards/board.css`` written into their elements' ``style`` attributes as they load
+(``pbmserv.styles``), for mail readers that ignore style sheets; no mail is rewritten.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import css_inline
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import BaseLoader, Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from pbmserv.mail.quotes import mask_addresses
+from pbmserv.styles import StyledLoader
 
 LINE_WIDTH = 76
 
@@ -126,11 +128,9 @@ def render(name: str, **context: Any) -> str:
     return "\n".join(line.rstrip() for line in text.strip("\n").split("\n")) + "\n"
 
 
-@cache
-def html_environment() -> Environment:
-    """Like ``environment`` but for HTML: every ``{{ value }}`` is escaped."""
+def _html_environment(loader: BaseLoader) -> Environment:
     env = Environment(
-        loader=FileSystemLoader(str(templates_dir())),
+        loader=loader,
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -143,27 +143,42 @@ def html_environment() -> Environment:
     return env
 
 
+@cache
+def html_environment() -> Environment:
+    """Like ``environment`` but for HTML: every ``{{ value }}`` is escaped."""
+    return _html_environment(FileSystemLoader(str(templates_dir())))
+
+
+@cache
+def mail_html_environment() -> Environment:
+    """Like ``html_environment`` but for the HTML part of mail: each ``.html.j2``
+    template, as it loads, gets what ``boards/board.css`` gives each of its elements
+    written into the element's ``style`` attribute (the style sheet is read once)."""
+    loader = StyledLoader(templates_dir(), templates_dir() / "boards" / "board.css")
+    env = _html_environment(loader)
+    env.globals[loader.STYLE] = loader.style
+    return env
+
+
+def _checked(name: str) -> str:
+    if not name.endswith(".html.j2"):
+        raise ValueError(f"{name}: HTML is rendered from .html.j2 templates only")
+    return name
+
+
 def render_html(name: str, **context: Any) -> Markup:
     """An ``.html.j2`` template rendered with escaping; the result is ``Markup``, so it
     can be handed to another HTML template without being escaped twice."""
-    if not name.endswith(".html.j2"):
-        raise ValueError(f"{name}: HTML is rendered from .html.j2 templates only")
-    return Markup(html_environment().get_template(name).render(**context))
+    return Markup(html_environment().get_template(_checked(name)).render(**context))
 
 
-_INLINER = css_inline.CSSInliner(load_remote_stylesheets=False, keep_style_tags=False,
-                                 keep_link_tags=False)
-
-
-def inline_css(html: str) -> str:
-    """The document with the rules of its ``<style>`` elements moved into ``style``
-    attributes and the ``<style>`` elements removed (no remote style sheet is read;
-    ``<link>`` elements are dropped)."""
-    return _INLINER.inline(html)
+def render_mail_html(name: str, **context: Any) -> Markup:
+    """The same for mail: every element carries its styles in its ``style`` attribute
+    (so does any HTML handed in that was rendered so, e.g. ``board_summary_html``)."""
+    return Markup(mail_html_environment().get_template(_checked(name)).render(**context))
 
 
 def html_mail(title: str, body: Markup) -> str:
-    """A complete HTML document for the HTML part of a mail: ``body`` (HTML from a
-    template, e.g. ``board_summary_html``; a plain ``str`` would be escaped) in
-    ``mail.html.j2``, with its CSS inlined."""
-    return inline_css(render_html("mail.html.j2", title=title, body=body))
+    """A complete HTML document for the HTML part of a mail: ``body`` (from
+    ``render_mail_html``; a plain ``str`` would be escaped) in ``mail.html.j2``."""
+    return mail_html_environment().get_template("mail.html.j2").render(title=title, body=body)

@@ -1,4 +1,5 @@
-"""Boards drawn in HTML, the HTML summary, escaping and CSS inlining."""
+"""Boards drawn in HTML, the HTML summary, escaping and the styles of mail (each
+mail compared with an inliner's: tests/test_mail_styles.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pbmserv.games import ENGINES, AnyEngine, get_engine
 from pbmserv.notifications import drawing
 from pbmserv.notifications.drawing import HexCells, contents, diagram_html, squares
 from pbmserv.notifications.views import board_summary, board_summary_html
-from pbmserv.render import html_mail, inline_css, render_html
+from pbmserv.render import html_mail, render_html
 from pbmserv.service.boards import load_board
 from tests.conftest import Mailer
 
@@ -110,23 +111,20 @@ def test_tall_stacks_are_drawn_whole_and_compared_whole() -> None:
     assert 'title="a1: White, White, Black, Black, White (bottom first)"' in html
 
 
-def test_render_html_escapes_and_inline_css_moves_styles_into_the_elements() -> None:
-    page = html_mail("<b>x</b> & co", Markup('<table class="board"><tr><td class="label">'
-                                             "a</td></tr></table>"))
+def test_render_html_escapes_and_mail_has_its_styles_in_the_elements() -> None:
+    e = engine("amoeba")
+    page = html_mail("<b>x</b> & co", diagram_html(e, e.new(), mail=True))
     assert "<title>&lt;b&gt;x&lt;/b&gt; &amp; co</title>" in page
     assert "<style" not in page
-    assert re.search(r'<table class="board" style="[^"]*border-collapse: ?collapse', page)
+    assert re.search(r'<table class="board amoeba" style="[^"]*border-collapse: ?collapse', page)
     assert re.search(r'<td class="label" style="[^"]*color: ?#555555', page)
+    assert re.search(r'<td class="sq dark" title="a1: White rook" style="[^"]*'
+                     r"background-color: #b58863", page)
     check_safe_html(page)
+    # the web's drawing carries no styles: its page has the style sheet
+    assert "style=" not in diagram_html(e, e.new())
     with pytest.raises(ValueError):
         render_html("summary.txt.j2")
-
-
-def test_inline_css_leaves_no_remote_style_sheet() -> None:
-    out = inline_css('<html><head><link rel="stylesheet" href="https://example.org/x.css">'
-                     "<style>p { color: red; }</style></head><body><p>hi</p></body></html>")
-    assert "example.org" not in out and "<style" not in out
-    assert re.search(r'<p style="color: ?red;?">hi</p>', out)
 
 
 def test_html_summary_matches_the_text_summary(mailer: Mailer, db: Database) -> None:
@@ -143,8 +141,8 @@ def test_html_summary_matches_the_text_summary(mailer: Mailer, db: Database) -> 
     assert isinstance(html, Markup)
     assert "Summary of Amoeba Board 101" in text and "Summary of Amoeba Board 101" in html
     assert "It is alice&#39;s turn (White), move 3." in html
-    assert '<td class="last" title="#2">e8-e6</td>' in html
-    assert '<td title="#1">e2-e4</td>' in html
+    assert re.search(r'<td class="last" title="#2" style="[^"]*">e8-e6</td>', html)
+    assert re.search(r'<td title="#1" style="[^"]*">e2-e4</td>', html)
     assert "&lt;password&gt; &lt;move&gt;#3" in html
     assert "alice@example.org" not in html and "pw-" not in html
     assert sorted(re.findall(r'touched" title="([a-z]\d)', html)) == ["e6", "e8"]

@@ -33,7 +33,7 @@ from pbmserv.notifications.views import (
     board_summary_html,
     status_line,
 )
-from pbmserv.render import html_mail, render, render_html
+from pbmserv.render import html_mail, render, render_mail_html
 from pbmserv.service.boards import (
     engine_of,
     open_request_id,
@@ -329,7 +329,7 @@ class Notifier:
             if chosen is None or chosen.html:
                 key = (tuple(mine), reply_to is not None, answer, why and why + user.userid)
                 if key not in drawn:  # the same for every reader with the same notes
-                    drawn[key] = html_mail(subject, render_html(
+                    drawn[key] = html_mail(subject, render_mail_html(
                         "board_mail.html.j2",
                         summary=board_summary_html(self.session, engine, board), **parts))
                 html = drawn[key]
@@ -346,7 +346,7 @@ class Notifier:
         if summary not in body:
             return None
         before, after = body.split(summary, 1)
-        return html_mail(subject, render_html(
+        return html_mail(subject, render_mail_html(
             "text_with_board.html.j2", before=before.rstrip("\n"), after=after.strip("\n"),
             summary=board_summary_html(self.session, engine, board)))
 

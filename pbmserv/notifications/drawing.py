@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from pbmserv.db.models import Board, Move
 from pbmserv.games import AnyEngine
-from pbmserv.render import render_html
+from pbmserv.render import render_html, render_mail_html
 from pbmserv.service.boards import position_at, position_of
 
 
@@ -88,19 +88,24 @@ class HexCells:
 
 
 _CELLS = HexCells()
+#: the cells of mail, their styles written in
+_MAIL_CELLS = HexCells()
 
 
 def html_template(engine: AnyEngine) -> str:
     return f"boards/{engine.name}.html.j2"
 
 
-def diagram_html(engine: AnyEngine, position: Any, before: Any = None) -> Markup:
+def diagram_html(engine: AnyEngine, position: Any, before: Any = None, *,
+                 mail: bool = False) -> Markup:
     """The board in ``position`` as an HTML table; with ``before`` (the position
-    before the last move), the cells that move changed are marked."""
+    before the last move), the cells that move changed are marked.  For ``mail``, its
+    elements carry their styles (``render.render_mail_html``)."""
     view = engine.view(position)
     old = None if before is None else engine.view(before)
-    return render_html(html_template(engine), view=view, squares=squares(view, old),
-                       cells=_CELLS)
+    draw = render_mail_html if mail else render_html
+    return draw(html_template(engine), view=view, squares=squares(view, old),
+                cells=_MAIL_CELLS if mail else _CELLS)
 
 
 def positions_around(session: Session, engine: AnyEngine, board: Board,
@@ -122,8 +127,8 @@ def positions_around(session: Session, engine: AnyEngine, board: Board,
 
 
 def board_diagram_html(session: Session, engine: AnyEngine, board: Board,
-                       ply: int | None = None) -> Markup:
+                       ply: int | None = None, *, mail: bool = False) -> Markup:
     """The board as it stands (or after move ``ply``), its last move marked."""
     position, before = positions_around(session, engine, board,
                                         board.ply if ply is None else ply)
-    return diagram_html(engine, position, before)
+    return diagram_html(engine, position, before, mail=mail)

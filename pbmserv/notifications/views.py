@@ -18,7 +18,7 @@ from pbmserv.db.status import RequestKind
 from pbmserv.games import AnyEngine
 from pbmserv.games.base import Termination
 from pbmserv.notifications.drawing import board_diagram_html
-from pbmserv.render import render, render_html
+from pbmserv.render import render, render_mail_html
 from pbmserv.service.boards import player_of, position_of, subscribers
 from pbmserv.service.ratings import change_lines
 
@@ -112,10 +112,10 @@ def board_summary(session: Session, engine: AnyEngine, board: Board, *,
 
 def board_summary_html(session: Session, engine: AnyEngine, board: Board, *,
                        full: bool = False) -> Markup:
-    """The same summary in HTML (summary.html.j2): the board drawn as a table with the
-    cells of the last move marked, the move list with the last move marked.  Its
-    classes are styled by boards/board.css: give it to ``render.html_mail`` (or a
-    page that carries that style sheet)."""
+    """The same summary in HTML for mail (summary.html.j2): the board drawn as a table
+    with the cells of the last move marked, the move list with the last move marked.
+    Its elements carry the styles of boards/board.css (``render.render_mail_html``):
+    give it to a mail template rendered the same way."""
     return Markup(_summary(session, engine, board, full=full, html=True))
 
 
@@ -140,8 +140,9 @@ def _summary(session: Session, engine: AnyEngine, board: Board, *, full: bool,
         context = summary_context(session, engine, board, watchers, full=full)
         contexts[board.id] = (key, context)
     if html:
-        text: str = render_html("summary.html.j2",
-                                diagram=board_diagram_html(session, engine, board), **context)
+        text: str = render_mail_html("summary.html.j2",
+                                     diagram=board_diagram_html(session, engine, board,
+                                                                mail=True), **context)
     else:
         text = render("summary.txt.j2", diagram=diagram(engine, position_of(engine, board)),
                       **context)
