@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 CLOCK_EVERY = 60.0
 #: how often processed mail older than ``purge_days`` is deleted
 PURGE_EVERY = 3600.0
+#: while mail keeps coming, what is due is sent this often (a round that finds no
+#: mail to process always sends): a sending round costs a durable commit and a flush
+#: of the Maildir however few mails it sends
+SEND_EVERY = 0.05
 _PR_SET_PDEATHSIG = 1
 
 
@@ -88,10 +92,12 @@ class WorkLoop:
         self.stopping = threading.Event()
         self._next_clock = 0.0
         self._next_purge = 0.0
+        self._next_send = 0.0
 
     def once(self) -> tuple[int, int]:
         """One round: process a batch of stored mail, run the clock if due, send what
-        is due (so replies go out batch by batch, however much mail waits).  Each step
+        is due (so replies go out batch by batch, however much mail waits: every
+        SEND_EVERY seconds while mail keeps coming, at once when it stops).  Each step
         runs whatever became of the others; the first failure is raised at the end."""
         failures: list[Exception] = []
         processed = sent = 0
@@ -116,10 +122,12 @@ class WorkLoop:
             run_tournament_steps(self.db, self.settings)
         except Exception as exc:
             failures.append(exc)
-        try:  # whatever failed before, what is due is sent
-            sent = self.sender.send_due()
-        except Exception as exc:
-            failures.append(exc)
+        if not processed or time.monotonic() >= self._next_send:
+            self._next_send = time.monotonic() + SEND_EVERY
+            try:  # whatever failed before, what is due is sent
+                sent = self.sender.send_due()
+            except Exception as exc:
+                failures.append(exc)
         if failures:
             raise failures[0]
         return processed, sent

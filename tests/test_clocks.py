@@ -238,6 +238,26 @@ def test_sending_goes_on_when_the_clock_fails(mailer: Mailer, db: Database, sett
     assert [m["To"] for m in read_maildir(settings.maildir)] == ["alice@example.org"]
 
 
+def test_busy_worker_sends_every_little_while_and_at_once_when_mail_stops(
+        db: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While mail keeps coming, what is due goes out every SEND_EVERY seconds, not
+    after every round (each sending round is a durable commit and a flush of the
+    Maildir); the round that finds no mail sends at once."""
+    from pbmserv.intake.store import store_message
+    from tests.conftest import make_mail
+
+    monkeypatch.setattr(worker, "SEND_EVERY", 3600.0)
+    loop = WorkLoop(db, settings)
+    store_message(db, make_mail("help", sender="a@example.org"), "a@example.org")
+    assert loop.once() == (1, 1)  # the first round sends
+    store_message(db, make_mail("help", sender="b@example.org"), "b@example.org")
+    assert loop.once() == (1, 0)  # busy, and sent a moment ago: it waits
+    assert [m["To"] for m in read_maildir(settings.maildir)] == ["a@example.org"]
+    assert loop.once() == (0, 1)  # no more mail: out at once
+    assert sorted(m["To"] for m in read_maildir(settings.maildir)) == [
+        "a@example.org", "b@example.org"]
+
+
 def test_work_runs_the_clock(mailer: Mailer, db: Database, settings: Settings) -> None:
     start(mailer)
     time_passes(db, 8)
