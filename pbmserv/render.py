@@ -46,6 +46,39 @@ _URL = re.compile(r"<?(https?://|ftp://|www\.|mailto:)\S+$", re.I)
 _FITS = frozenset("\t\n\x0b\x0c\r")
 
 
+_SPACE_RUN = re.compile(" {2,}")
+
+
+def _fill(words: str, width: int, first: str, rest: str, out: list[str]) -> bool:
+    """Greedy line filling, the same as ``textwrap.wrap(words, width, initial_indent=first,
+    subsequent_indent=rest, break_on_hyphens=False)`` of a line without leading or
+    trailing white space, where it can be sure of that: the only white space is plain
+    spaces and no word or run of spaces is wider than a line, so textwrap never cuts
+    one.  Then its chunks (words and runs of spaces) on a line are the longest prefix
+    that fits ending where a word or a run ends, a run at the end of a line is dropped
+    and so is one at the start of the next.  Appends the lines to ``out``; False (and
+    nothing appended) where textwrap has to do it."""
+    room = width - len(first)
+    later = width - len(rest)
+    widest = max(map(len, words.split(" ")))
+    if "  " in words:
+        widest = max(widest, max(map(len, _SPACE_RUN.findall(words))))
+    if widest > min(room, later) or not words.isprintable():
+        return False
+    indent = first
+    while len(words) > room:
+        if words[room] == " ":  # the line ends with a word or a run of spaces
+            out.append(indent + words[:room].rstrip(" "))
+            words = words[room:].lstrip(" ")
+        else:  # the line ends before the word that does not fit (it starts after a space)
+            cut = words.rfind(" ", 0, room) + 1
+            out.append(indent + words[:cut].rstrip(" "))
+            words = words[cut:]
+        indent, room = rest, later
+    out.append(indent + words)
+    return True
+
+
 def wrap(text: str, width: int = LINE_WIDTH, indent: str = "") -> str:
     """Wrap each line to ``width`` columns, keeping blank lines.
 
@@ -68,6 +101,8 @@ def wrap(text: str, width: int = LINE_WIDTH, indent: str = "") -> str:
         if not has_url and len(first) + len(words) <= width and _FITS.isdisjoint(words):
             # a line that fits is what textwrap would give (the most lines of a mail)
             out.append(first + words)
+            continue
+        if not has_url and _fill(words, width, first, rest, out):
             continue
         if has_url:
             # a long URL stays whole on a line of its own (a broken one cannot be

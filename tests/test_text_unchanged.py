@@ -217,3 +217,63 @@ def test_mail_texts_unchanged(db: Database, settings: Settings, game: str,
                  "status.txt.j2", "subjects/board.txt.j2", "by_reply.txt.j2"):
         if name in _frozen() and name != "by_reply.txt.j2":  # included, not rendered alone
             assert compared.get(name, 0) >= 20, (name, compared)
+
+
+# -- the wrap filter -------------------------------------------------------------------
+_PIECES = ("a", "bb", "word", "longer-word", "x" * 12, "y" * 40, "z" * 75, "w" * 76,
+           "v" * 80, "é", "http://example.org/" + "p" * 60, "<www.example.org/q>",
+           "mailto:someone@example.org", "b3-b5", "-", "--", "a.", "\xa0", "no\xa0break",
+           "\u3000", "\t", "tab\tin", "\r", "\x0b", "\x1c")
+_SEPARATORS = (" ", " ", " ", " ", "  ", "   ", " " * 10, " " * 80, "\t", " \n ", "\xa0")
+_LEADS = ("", "", " ", "  ", "    ", "  - ", "- ", "b3-b5   ", "  term  ", " " * 70)
+
+
+def _random_text(rng: random.Random) -> str:
+    lines = []
+    for _ in range(rng.choice((1, 1, 1, 2, 3))):
+        plain = rng.random() < 0.6  # mostly what mails hold: words and single spaces
+        parts = [rng.choice(_LEADS)]
+        for i in range(rng.randint(0, 40)):
+            if i:
+                parts.append(" " if plain else rng.choice(_SEPARATORS))
+            if plain and rng.random() < 0.9:
+                parts.append("".join(rng.choice("abcdefghij.,-")
+                                     for _ in range(rng.randint(1, 12))))
+            else:
+                parts.append(rng.choice(_PIECES))
+        if rng.random() < 0.2:
+            parts.append(rng.choice(_SEPARATORS))
+        lines.append("".join(parts))
+    return "\n".join(lines)
+
+
+def test_wrap_is_what_it_was() -> None:
+    """The greedy line filling gives what textwrap gives, over many random texts."""
+    rng = random.Random(23)
+    for _ in range(20_000):
+        text = _random_text(rng)
+        width = rng.choice((76, 76, 72, 40, 20, 10, 5, 2, 1))
+        indent = rng.choice(("", "", "  ", "    ", " " * 12))
+        assert rendering.wrap(text, width, indent) == _old_wrap(text, width, indent), (
+            text, width, indent)
+
+
+def test_fill_is_textwrap() -> None:
+    """Where the fast path takes a line, its lines are textwrap's."""
+    rng = random.Random(5)
+    taken = 0
+    for _ in range(20_000):
+        words = _random_text(rng).replace("\n", " ").strip()
+        if not words:
+            continue
+        width = rng.choice((76, 60, 30, 12, 3))
+        first, rest = rng.choice(("", "  ", "     ")), rng.choice(("", "  ", "        "))
+        out: list[str] = []
+        if rendering._fill(words, width, first, rest, out):
+            taken += 1
+            assert out == textwrap.wrap(words, width=width, initial_indent=first,
+                                        subsequent_indent=rest, break_on_hyphens=False), (
+                words, width, first, rest)
+        else:
+            assert out == []
+    assert taken > 2_000
