@@ -139,6 +139,12 @@ def center_each(items: Iterable[str], width: int) -> list[str]:
     return [str(item).center(width) for item in items]
 
 
+def center_join(items: Iterable[str], width: int, sep: str = " ") -> str:
+    """Each item centred in ``width`` columns, joined by ``sep``: a row of cells in one
+    filter call (``center_each(width)|join(sep)`` is two, and join is Jinja's)."""
+    return sep.join([str(item).center(width) for item in items])
+
+
 @cache
 def environment() -> Environment:
     env = Environment(
@@ -154,6 +160,7 @@ def environment() -> Environment:
     env.filters["duration"] = duration
     env.filters["time_taken"] = time_taken
     env.filters["center_each"] = center_each
+    env.filters["center_join"] = center_join
     return env
 
 

@@ -11,6 +11,7 @@ and every text template the mail flow renders while boards are played by mail
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import sys
@@ -137,6 +138,30 @@ def test_diagrams_unchanged(game: str, options: tuple[str, ...]) -> None:
         assert new == old, f"{game} {options}:\n{old}\n----\n{new}"
         seen.add(new)
     assert len(seen) > 30  # the games went somewhere
+
+
+
+@pytest.mark.parametrize(("game", "options", "pieces"), [
+    ("hexamoeba", (), "wbWB"), ("exnihilo", (), "wb"), ("exnihilo", ("-small",), "wb"),
+    ("exnihilo", ("-large",), "wb"), ("honeydonuts", (), "rRbBo."),
+])
+def test_made_up_diagrams_unchanged(game: str, options: tuple[str, ...], pieces: str) -> None:
+    """Boards no short game reaches: stacks too tall to draw in place, many of them
+    (Honeydonuts: one piece a cell, empty cells)."""
+    engine = get_engine(game)
+    assert engine is not None
+    rng = random.Random(game + "".join(options))
+    start = engine.new(options)
+    for _ in range(40):
+        tallest = rng.choice((1, 3, 5, 6, 9))
+        if isinstance(start.cells, str):  # Honeydonuts: a string of one-letter cells
+            cells: Any = "".join(c if c == "#" else rng.choice(pieces) for c in start.cells)
+        else:
+            cells = tuple("".join(rng.choice(pieces) for _ in range(rng.randint(0, tallest)))
+                          for _ in start.cells)
+        pos = dataclasses.replace(start, cells=cells)
+        new = diagram(engine, pos)
+        assert new == _old_render(engine.board_template(), view=engine.view(pos)), new
 
 
 # -- the mail flow ---------------------------------------------------------------------

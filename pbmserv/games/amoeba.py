@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from string import ascii_lowercase
 from typing import Any
 
 from pbmserv.games.base import (
@@ -124,6 +125,34 @@ class Position:
 
 def _is_white(piece: str) -> bool:
     return piece.isupper()
+
+
+def _drawn(cell: str, dark: bool) -> str:
+    """A square's three columns in the text diagram."""
+    if cell == HOLE:
+        return "###"
+    if cell == EMPTY:
+        return ":::" if dark else "   "
+    if _is_white(cell):
+        return f":{cell}:" if dark else f" {cell} "
+    return f"*{cell.upper()}*"
+
+
+class _Drawings(dict[str, str]):
+    """The drawing of each piece (or hole, or empty) on dark or light squares, each
+    worked out once."""
+
+    def __init__(self, dark: bool) -> None:
+        super().__init__()
+        self.dark = dark
+
+    def __missing__(self, cell: str) -> str:
+        self[cell] = text = _drawn(cell, self.dark)
+        return text
+
+
+_DARK = _Drawings(True)
+_LIGHT = _Drawings(False)
 
 
 def _own(piece: str, colour: int) -> bool:
@@ -567,20 +596,14 @@ class Amoeba(Engine[Position, Turn]):
 
     def view(self, pos: Position) -> dict[str, Any]:
         geo = pos.geo
+        width = geo.width
         rows = []
         for r in reversed(range(geo.height)):
-            shown = []
-            for f in range(geo.width):
-                c = pos.cells[r * geo.width + f]
-                dark = (f + r) % 2 == 0
-                if c == HOLE:
-                    shown.append("###")
-                elif c == EMPTY:
-                    shown.append(":::" if dark else "   ")
-                elif _is_white(c):
-                    shown.append(f":{c}:" if dark else f" {c} ")
-                else:
-                    shown.append(f"*{c.upper()}*")
+            row = pos.cells[r * width:(r + 1) * width]
+            # the squares of a row alternate: dark where file + rank is even
+            shown = [""] * width
+            shown[r % 2::2] = map(_DARK.__getitem__, row[r % 2::2])
+            shown[1 - r % 2::2] = map(_LIGHT.__getitem__, row[1 - r % 2::2])
             rows.append({"rank": r + 1, "cells": shown})
-        return {"rows": rows, "files": [chr(ord("a") + f) for f in range(geo.width)],
+        return {"rows": rows, "files": list(ascii_lowercase[:width]),
                 "check": self.in_check(pos), "to_move": self.seats[pos.turn]}

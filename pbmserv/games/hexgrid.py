@@ -99,22 +99,28 @@ class HexGrid:
 
     def stack_view(self, stacks: Sequence[str], width: int) -> dict[str, Any]:
         """Rows of stacks (or one-letter pieces) for the hex board template; stacks
-        wider than ``width`` are drawn as a mark like [1] and listed in ``tall``."""
+        wider than ``width`` (at least 1) are drawn as a mark like [1] and listed in
+        ``tall``."""
         rows = []
         tall: list[dict[str, str]] = []
-        for letter, cells in self.display_rows():
-            shown = []
-            for cell in cells:
-                stack = stacks[self.index[cell]]
-                if len(stack) > width:
-                    tall.append({"mark": f"[{len(tall) + 1}]", "name": self.name(cell),
-                                 "stack": stack})
-                    shown.append(tall[-1]["mark"])
-                else:
-                    shown.append(stack or ".")
-            rows.append({"letter": letter, "cells": shown,
-                         "numbers": [str(i + 1) for i in range(len(cells))]})
-        return {"rows": rows, "width": max(len(r["cells"]) for r in rows), "tall": tall}
+        for letter, cells, indices, numbers in self._drawn_rows:
+            shown = [stacks[i] or "." for i in indices]
+            if tall or max(map(len, shown)) > width:
+                for k, i in enumerate(indices):
+                    if len(stacks[i]) > width:
+                        tall.append({"mark": f"[{len(tall) + 1}]",
+                                     "name": self.name(cells[k]), "stack": stacks[i]})
+                        shown[k] = tall[-1]["mark"]
+            rows.append({"letter": letter, "cells": shown, "numbers": list(numbers)})
+        return {"rows": rows, "width": self.side * 2 - 1, "tall": tall}
+
+    @cached_property
+    def _drawn_rows(self) -> tuple[tuple[str, list[Cell], tuple[int, ...], tuple[str, ...]],
+                                   ...]:
+        """``display_rows`` with each cell's index and number (they never change)."""
+        return tuple((letter, cells, tuple(self.index[c] for c in cells),
+                      tuple(str(i + 1) for i in range(len(cells))))
+                     for letter, cells in self.display_rows())
 
     def distance(self, a: Cell, b: Cell) -> int:
         dc, dr = a[0] - b[0], a[1] - b[1]

@@ -228,4 +228,5 @@ class HoneyDonuts(Engine[Position, Shift]):
         )
 
     def view(self, pos: Position) -> dict[str, Any]:
-        return GRID.stack_view(pos.cells, 1) | {"simple": pos.simple}
+        return GRID.stack_view(pos.cells, 1) | {"simple": pos.simple,
+                                                "empty": EMPTY in pos.cells}
