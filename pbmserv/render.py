@@ -87,19 +87,27 @@ def wrap(text: str, width: int = LINE_WIDTH, indent: str = "") -> str:
     """
     out: list[str] = []
     for line in str(text).split("\n"):
-        if not line.strip():
+        body = line.rstrip()
+        if not body:
             out.append(indent.rstrip())
             continue
-        body = line.rstrip()
+        words = body.lstrip()
+        lead = len(body) - len(words)
+        first = indent + " " * lead
+        # an address holds "://", "www." or "mailto:" (in any case)
+        maybe_url = ("://" in words or "w." in words or "o:" in words or "W." in words
+                     or "O:" in words)
+        if not maybe_url and len(first) + len(words) <= width and _FITS.isdisjoint(words):
+            # a line that fits is what textwrap would give (the most lines of a mail)
+            out.append(first + words)
+            continue
         hang = _HANGING.match(body)
-        lead = len(body) - len(body.lstrip())
         rest = indent + " " * (len(hang.group(1)) if hang else lead)
         room = max(1, width - len(rest))
-        words = body.lstrip()
-        has_url = any(len(w) > room and _URL.match(w) for w in words.split())
-        first = indent + " " * lead
+        # (no word is wider than the room if the whole line is not)
+        has_url = maybe_url and len(words) > room and any(len(w) > room and _URL.match(w)
+                                                          for w in words.split())
         if not has_url and len(first) + len(words) <= width and _FITS.isdisjoint(words):
-            # a line that fits is what textwrap would give (the most lines of a mail)
             out.append(first + words)
             continue
         if not has_url and _fill(words, width, first, rest, out):
@@ -167,7 +175,7 @@ def environment() -> Environment:
 def render(name: str, **context: Any) -> str:
     text = environment().get_template(name).render(**context)
     # no trailing spaces (mail clients strip them) and one final newline
-    return "\n".join(line.rstrip() for line in text.strip("\n").split("\n")) + "\n"
+    return "\n".join([line.rstrip() for line in text.strip("\n").split("\n")]) + "\n"
 
 
 def _html_environment(loader: BaseLoader) -> Environment:

@@ -247,7 +247,9 @@ def test_mail_texts_unchanged(db: Database, settings: Settings, game: str,
 # -- the wrap filter -------------------------------------------------------------------
 _PIECES = ("a", "bb", "word", "longer-word", "x" * 12, "y" * 40, "z" * 75, "w" * 76,
            "v" * 80, "é", "http://example.org/" + "p" * 60, "<www.example.org/q>",
-           "mailto:someone@example.org", "b3-b5", "-", "--", "a.", "\xa0", "no\xa0break",
+           "mailto:someone@example.org", "HTTP://EXAMPLE.ORG/" + "Q" * 70,
+           "<WWW.Example.org/" + "r" * 50 + ">", "Mailto:X@EXAMPLE.ORG" + "s" * 60, "b3-b5",
+           "-", "--", "a.", "\xa0", "no\xa0break",
            "\u3000", "\t", "tab\tin", "\r", "\x0b", "\x1c")
 _SEPARATORS = (" ", " ", " ", " ", "  ", "   ", " " * 10, " " * 80, "\t", " \n ", "\xa0")
 _LEADS = ("", "", " ", "  ", "    ", "  - ", "- ", "b3-b5   ", "  term  ", " " * 70)
