@@ -141,15 +141,9 @@ def time_taken(player: tuple[str, str, int]) -> str:
     return f"{player[1]} {duration(player[2])}"
 
 
-def center_each(items: Iterable[str], width: int) -> list[str]:
-    """Each item centred in ``width`` columns (one filter call for a row of cells,
-    not one a cell as ``map("center")`` makes)."""
-    return [str(item).center(width) for item in items]
-
-
 def center_join(items: Iterable[str], width: int, sep: str = " ") -> str:
     """Each item centred in ``width`` columns, joined by ``sep``: a row of cells in one
-    filter call (``center_each(width)|join(sep)`` is two, and join is Jinja's)."""
+    filter call (not one a cell as ``map("center")`` makes, nor a join after it)."""
     return sep.join([str(item).center(width) for item in items])
 
 
@@ -167,7 +161,6 @@ def environment() -> Environment:
     env.filters["wrap"] = wrap
     env.filters["duration"] = duration
     env.filters["time_taken"] = time_taken
-    env.filters["center_each"] = center_each
     env.filters["center_join"] = center_join
     return env
 
