@@ -53,6 +53,11 @@ def same_as_sqlalchemy(url: str, tmp_path: object) -> None:
                 _COUNTS, {"to": "a@example.org", "since": since}).one())] == [(2, 1)]
             assert Prepared(_COUNTS).rows(session.connection(), {
                 "to": "a@example.org", "since": utcnow() + timedelta(seconds=1)}) == [(0, 0)]
+            # a constant of the statement (not an IN list) is compiled in and converted
+            pending = (select(func.count()).where(OutboxMessage.status == OutboxStatus.PENDING,
+                                                  OutboxMessage.to_addr == bindparam("to")))
+            assert Prepared(pending).rows(session.connection(), {"to": "a@example.org"}) == [
+                (2,)] == [tuple(session.execute(pending, {"to": "a@example.org"}).one())]
         # a text statement with typed parameters, RETURNING; a repeat returns no row
         raw = b"From: a@example.org\r\nMessage-ID: <m@example.org>\r\n\r\nhelp\r\n"
         first = store_message(db, raw, "a@example.org")

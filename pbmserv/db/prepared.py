@@ -25,8 +25,14 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import BindParameter
 
 Processor = Callable[[Any], Any] | None
+
+
+def _processor(bind: BindParameter[Any], dialect: Dialect) -> Processor:
+    """How SQLAlchemy converts the parameter's value for the driver (None: as it is)."""
+    return bind.type.dialect_impl(dialect).bind_processor(dialect)
 
 
 class _Compiled:
@@ -37,22 +43,26 @@ class _Compiled:
         assert isinstance(compiled, SQLCompiler)
         if compiled.insert_prefetch or compiled.update_prefetch:
             raise ValueError(f"{statement}: a default computed at execution time")
-        given = {name for name, bind in compiled.binds.items() if not bind.expanding}
-        if any(bind.expanding and bind.value is None for bind in compiled.binds.values()):
+        binds = compiled.binds
+        if any(bind.expanding and bind.value is None for bind in binds.values()):
             raise ValueError(f"{statement}: an expanding IN list of values given at run time")
-        # a literal IN list is expanded once, here, with its own constants
+        # the parameters given at each run; the others are constants of the statement
+        # (status == PENDING, a literal IN list), expanded and converted once, here
+        given = {name for name, bind in binds.items() if not bind.expanding and bind.required}
         state = compiled.construct_expanded_state({name: None for name in given})
         self.sql = state.statement
-        #: the values compiled in (a literal IN list's constants), converted already
-        self.fixed = {name: state.processors[name](value) if name in state.processors
-                      else value
-                      for name, value in state.parameters.items() if name not in given}
+        self.fixed: dict[str, Any] = {}
+        for name, value in state.parameters.items():
+            if name in given:
+                continue
+            processor = state.processors.get(name) or (
+                _processor(binds[name], dialect) if name in binds else None)
+            self.fixed[name] = value if processor is None else processor(value)
         self.names: Sequence[str] | None = (list(state.positiontup)
                                             if state.positiontup is not None else None)
         self.processors: dict[str, Callable[[Any], Any]] = {}
         for name in given:
-            kind = compiled.binds[name].type.dialect_impl(dialect)
-            processor = kind.bind_processor(dialect)
+            processor = _processor(binds[name], dialect)
             if processor is not None:
                 self.processors[name] = processor
         self.columns = [column.type.dialect_impl(dialect)

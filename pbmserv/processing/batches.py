@@ -21,7 +21,7 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -80,6 +80,22 @@ _NEXT = (select(_QUEUED.c.id).where(_QUEUED.c.turn <= PER_SENDER)
          .order_by(_QUEUED.c.turn, _QUEUED.c.id).limit(bindparam("limit")))
 _RAW = select(InboundMessage.id, InboundMessage.raw, InboundMessage.envelope_from,
               InboundMessage.sender).where(InboundMessage.id.in_(bindparam("ids", expanding=True)))
+#: the next mails themselves, in one statement (SQLite: no other process takes them)
+_NEXT_MAILS = Prepared(
+    select(InboundMessage.id, InboundMessage.raw, InboundMessage.envelope_from,
+           InboundMessage.sender)
+    .join(_QUEUED, _QUEUED.c.id == InboundMessage.id)
+    .where(_QUEUED.c.turn <= PER_SENDER)
+    .order_by(_QUEUED.c.turn, _QUEUED.c.id).limit(bindparam("limit")))
+
+
+class _Mail(NamedTuple):
+    """A stored mail as read for processing."""
+
+    id: int
+    raw: bytes
+    envelope_from: str
+    sender: str
 
 
 def read_pending(db: Database, settings: Settings, limit: int = BATCH) -> list[Stored]:
@@ -92,11 +108,12 @@ def read_pending(db: Database, settings: Settings, limit: int = BATCH) -> list[S
     (row locks hold up no one else; see ``run_batch``).  Read and parsed here, every
     process parsed each mail (2.3 parses a mail with two processes)."""
     with db.reading() as session:
-        ids = list(session.scalars(_NEXT, {"limit": limit}))
         if db.is_postgres:
-            return [Stored(i, "", None, unread=True) for i in ids]
-        found = {row.id: row for row in session.execute(_RAW, {"ids": ids})} if ids else {}
-    return _parsed(settings, [found[i] for i in ids if i in found])
+            return [Stored(i, "", None, unread=True)
+                    for i in session.scalars(_NEXT, {"limit": limit})]
+        rows = [_Mail(*row) for row in _NEXT_MAILS.rows(session.connection(),
+                                                        {"limit": limit})]
+    return _parsed(settings, rows)
 
 
 def _read_held(session: Session, batch: Sequence[Stored], mine: set[int]) -> dict[int, Any]:

@@ -44,6 +44,7 @@ from sqlalchemy.orm import Session
 from pbmserv.config import Relay, Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import MailSuspension, OutboxMessage
+from pbmserv.db.prepared import Prepared
 from pbmserv.db.session import READ_ONLY, Database
 from pbmserv.db.status import OutboxStatus
 from pbmserv.mail.addresses import subaddress
@@ -107,7 +108,7 @@ _OUTBOX = cast(Table, OutboxMessage.__table__)
 _O = _OUTBOX.c
 _DUE = (_O.status == OutboxStatus.PENDING) & (_O.next_attempt_at <= bindparam("now"))
 #: whether anything is due (the index on status and next_attempt_at answers it)
-_ANY_DUE = select(_O.id).where(_DUE).limit(1)
+_ANY_DUE = Prepared(select(_O.id).where(_DUE).limit(1))
 #: the columns a mail is made of (OutboxMail)
 _MAIL = (_O.id, _O.created_at, _O.message_id, _O.to_addr, _O.subject, _O.body,
          _O.in_reply_to, _O.reply_to, _O.html_body, _O.attempts, _O.list_id, _O.unsubscribe)
@@ -193,7 +194,7 @@ class Sender:
         """Whether a mail is due: one indexed read, no write lock (the worker asks every
         round, mostly when nothing is)."""
         with self._reader.connect() as connection:
-            return connection.execute(_ANY_DUE, {"now": utcnow()}).first() is not None
+            return _ANY_DUE.first(connection, {"now": utcnow()}) is not None
 
     def _claim(self, limit: int) -> tuple[str, list[OutboxMail], list[OutboxMail]]:
         """Lease up to ``limit`` due rows for a new claim; returns its token, the rows
