@@ -43,6 +43,9 @@ PURGE_EVERY = 3600.0
 #: mail to process always sends): a sending round costs a durable commit and a flush
 #: of the Maildir however few mails it sends
 SEND_EVERY = 0.05
+#: while mail keeps coming and no tournament's start is under way, whether one waits
+#: to go on is looked at this often (a round that finds no mail always looks)
+STEPS_EVERY = 0.5
 _PR_SET_PDEATHSIG = 1
 
 
@@ -93,6 +96,8 @@ class WorkLoop:
         self._next_clock = 0.0
         self._next_purge = 0.0
         self._next_send = 0.0
+        self._next_steps = 0.0
+        self._steps_waiting = False
 
     def once(self) -> tuple[int, int]:
         """One round: process a batch of stored mail, run the clock if due, send what
@@ -118,10 +123,12 @@ class WorkLoop:
                 run_purge(self.db, self.settings)
             except Exception as exc:
                 failures.append(exc)
-        try:  # a tournament's start: one step between two batches of mail
-            run_tournament_steps(self.db, self.settings)
-        except Exception as exc:
-            failures.append(exc)
+        if self._steps_waiting or not processed or time.monotonic() >= self._next_steps:
+            self._next_steps = time.monotonic() + STEPS_EVERY
+            try:  # a tournament's start: one step between two batches of mail
+                self._steps_waiting = run_tournament_steps(self.db, self.settings) > 0
+            except Exception as exc:
+                failures.append(exc)
         if not processed or time.monotonic() >= self._next_send:
             self._next_send = time.monotonic() + SEND_EVERY
             try:  # whatever failed before, what is due is sent

@@ -258,6 +258,40 @@ def test_busy_worker_sends_every_little_while_and_at_once_when_mail_stops(
         "a@example.org", "b@example.org"]
 
 
+def test_busy_worker_looks_for_tournament_steps_every_little_while(
+        db: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tournament's start goes on a step a round while boards wait; while none waits
+    and mail keeps coming the worker looks every STEPS_EVERY seconds (a read each
+    round), and a round that finds no mail always looks."""
+    from pbmserv.intake.store import store_message
+    from tests.conftest import make_mail
+
+    waiting = [0]
+    looks: list[int] = []
+
+    def steps(*args: object) -> int:
+        looks.append(waiting[0])
+        return waiting[0]
+
+    monkeypatch.setattr(worker, "STEPS_EVERY", 3600.0)
+    monkeypatch.setattr(worker, "run_tournament_steps", steps)
+    loop = WorkLoop(db, settings)
+
+    def busy_round() -> None:
+        store_message(db, make_mail("help", sender=f"p{len(looks)}@example.org"))
+        assert loop.once()[0] == 1
+
+    busy_round()  # the first round looks
+    busy_round()  # none waited, looked a moment ago: no look
+    assert len(looks) == 1
+    assert loop.once()[0] == 0 and len(looks) == 2  # no mail: it looks
+    waiting[0] = 16
+    assert loop.once()[0] == 0 and len(looks) == 3  # boards wait now
+    busy_round()
+    busy_round()  # while boards wait, a step every round
+    assert len(looks) == 5
+
+
 def test_work_runs_the_clock(mailer: Mailer, db: Database, settings: Settings) -> None:
     start(mailer)
     time_passes(db, 8)

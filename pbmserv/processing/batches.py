@@ -116,14 +116,6 @@ def read_pending(db: Database, settings: Settings, limit: int = BATCH) -> list[S
     return _parsed(settings, rows)
 
 
-def _read_held(session: Session, batch: Sequence[Stored], mine: set[int]) -> dict[int, Any]:
-    """The stored rows of the unread mails this transaction holds, by id."""
-    wanted = [s.id for s in batch if s.unread and s.id in mine]
-    if not wanted:
-        return {}
-    return {row.id: row for row in session.execute(_RAW, {"ids": wanted})}
-
-
 def read_one(db: Database, settings: Settings, inbound_id: int) -> list[Stored]:
     """One unprocessed mail, parsed (none if it is not new)."""
     with db.reading() as session:
@@ -151,31 +143,44 @@ _CLAIM = (select(InboundMessage.id, InboundMessage.sender)
 #: on PostgreSQL a transaction locks no more than it can run in BATCH_SECONDS, so that
 #: another process takes the rest of the same batch meanwhile
 HELD_AT_ONCE = 10
-_CLAIM_LOCKED = _CLAIM.limit(HELD_AT_ONCE).with_for_update(skip_locked=True)
+#: (the mails themselves come with the lock: they are read once locked)
+_CLAIM_LOCKED = (select(InboundMessage.id, InboundMessage.sender, InboundMessage.raw,
+                        InboundMessage.envelope_from)
+                 .where(InboundMessage.id.in_(bindparam("ids", expanding=True)),
+                        InboundMessage.status == InboundStatus.NEW)
+                 .order_by(InboundMessage.id).limit(HELD_AT_ONCE)
+                 .with_for_update(skip_locked=True))
 
 
-def claim(session: Session, db: Database, batch: Sequence[Stored]) -> set[int]:
-    """The mails of ``batch`` this process may run now, in this transaction."""
+#: of these senders, the oldest unprocessed mail below a claim's newest that is not
+#: the claim's
+_NOT_MINE = (select(InboundMessage.sender, func.min(InboundMessage.id))
+             .where(InboundMessage.status == InboundStatus.NEW,
+                    InboundMessage.sender.in_(bindparam("senders", expanding=True)),
+                    InboundMessage.id < bindparam("below"),
+                    InboundMessage.id.not_in(bindparam("mine", expanding=True)))
+             .group_by(InboundMessage.sender))
+
+
+def claim(session: Session, db: Database, batch: Sequence[Stored]) -> tuple[dict[int, Any], bool]:
+    """The mails of ``batch`` this process may run now, in this transaction, by id (on
+    PostgreSQL with their stored rows), and whether it holds as many as it may at once
+    (PostgreSQL: see HELD_AT_ONCE)."""
     ids = {"ids": [s.id for s in batch]}
     if not db.is_postgres:  # one writer at a time: what is new is ours
-        return {row.id for row in session.connection().execute(_CLAIM, ids)}
+        return {row.id: row for row in session.connection().execute(_CLAIM, ids)}, False
     locked = session.connection().execute(_CLAIM_LOCKED, ids).all()
     if not locked:
-        return set()
+        return {}, False
+    full = len(locked) >= HELD_AT_ONCE
     mine = {row.id for row in locked}
-    # every older unprocessed mail of the same sender must be ours too
-    older = session.execute(
-        select(InboundMessage.id, InboundMessage.sender)
-        .where(InboundMessage.status == InboundStatus.NEW,
-               InboundMessage.sender.in_({row.sender for row in locked}),
-               InboundMessage.id < max(mine))
-    ).all()
-    blocked: dict[str, int] = {}
-    for row in older:
-        if row.id not in mine:
-            blocked[row.sender] = min(blocked.get(row.sender, row.id), row.id)
-    return {row.id for row in locked
-            if row.sender not in blocked or row.id < blocked[row.sender]}
+    # every older unprocessed mail of the same sender must be ours too: for each
+    # sender, the oldest that is not (one row a sender, however many wait)
+    blocked: dict[str, int] = dict(session.execute(
+        _NOT_MINE, {"senders": list({row.sender for row in locked}),
+                    "below": max(mine), "mine": list(mine)}).tuples().all())
+    return {row.id: row for row in locked
+            if row.sender not in blocked or row.id < blocked[row.sender]}, full
 
 
 class _MailFailed(Exception):
@@ -222,8 +227,7 @@ def run_batch(db: Database, settings: Settings,
             # flushed where a query must see what is pending (see views.board_summary),
             # not before every query: flushing is most of what a move costs
             with db.transaction(lazy=True) as session, session.no_autoflush:
-                mine = claim(session, db, batch)
-                rows = _read_held(session, batch, mine)
+                mine, full = claim(session, db, batch)
                 now = utcnow()
                 started = time.monotonic()
                 for at, stored in enumerate(batch):
@@ -234,16 +238,14 @@ def run_batch(db: Database, settings: Settings,
                         gave_way = True  # commit what is done; the rest comes next
                         break
                     if stored.unread:
-                        if stored.id not in rows:
-                            continue
-                        stored = batch[at] = _parsed(settings, [rows[stored.id]])[0]
+                        stored = batch[at] = _parsed(settings, [mine[stored.id]])[0]
                         if stored.mail is None:
                             failed[stored.id] = stored.error
                     if stored.id not in failed:
                         _run_one(session, settings, stored, now)
                     handled.append(stored.id)
                 # locked no more than it may hold at once: the rest comes next
-                gave_way = gave_way or (db.is_postgres and len(mine) >= HELD_AT_ONCE)
+                gave_way = gave_way or full
             break
         except _MailFailed as exc:
             races[exc.inbound_id] = races.get(exc.inbound_id, 0) + 1
