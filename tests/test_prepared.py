@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import bindparam, func, insert, select, text
+from sqlalchemy import bindparam, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from pbmserv.config import Settings
@@ -58,6 +58,20 @@ def same_as_sqlalchemy(url: str, tmp_path: object) -> None:
                                                   OutboxMessage.to_addr == bindparam("to")))
             assert Prepared(pending).rows(session.connection(), {"to": "a@example.org"}) == [
                 (2,)] == [tuple(session.execute(pending, {"to": "a@example.org"}).one())]
+        # an UPDATE of typed columns (an enum, an aware datetime, None), as the game
+        # service writes a board: read back by SQLAlchemy as given
+        sent_at = utcnow()
+        mark = Prepared(update(OutboxMessage).where(OutboxMessage.id == bindparam("key"))
+                        .values({name: bindparam(name)
+                                 for name in ("status", "sent_at", "in_reply_to")}))
+        with db.transaction() as session:
+            assert mark.run(session.connection(), {"key": a, "status": OutboxStatus.SENT,
+                                                   "sent_at": sent_at, "in_reply_to": None}) == 1
+        with db.reading() as session:
+            row = session.execute(select(OutboxMessage.status, OutboxMessage.sent_at,
+                                         OutboxMessage.in_reply_to)
+                                  .where(OutboxMessage.id == a)).one()
+            assert tuple(row) == (OutboxStatus.SENT, sent_at, None)
         # a text statement with typed parameters, RETURNING; a repeat returns no row
         raw = b"From: a@example.org\r\nMessage-ID: <m@example.org>\r\n\r\nhelp\r\n"
         first = store_message(db, raw, "a@example.org")

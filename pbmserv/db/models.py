@@ -294,7 +294,10 @@ class OutboxMessage(Base):
 
     __tablename__ = "outbox"
     __table_args__ = (Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),
-                      Index("ix_outbox_to_addr_created_at", "to_addr", "created_at"))
+                      # the hourly count of mails to an address reads this alone
+                      # (pbmserv.notifications.outbox)
+                      Index("ix_outbox_recent", "to_addr", "created_at", "status",
+                            "in_reply_to"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbound_messages.id"))

@@ -33,7 +33,8 @@ _QUEUED = ("inbound_id", "created_at", "message_id", "to_addr", "subject", "body
 _INSERT = Prepared(insert(OutboxMessage).values({name: bindparam(name) for name in _QUEUED})
                    .returning(OutboxMessage.id))
 _COUNTED = (OutboxStatus.PENDING, OutboxStatus.SENT, OutboxStatus.FAILED)
-#: mails and replies to an address in the last hour (held ones not counted)
+#: mails and replies to an address in the last hour (held ones not counted), read
+#: from the index ix_outbox_recent alone
 _RECENT = Prepared(select(func.count(), func.count(OutboxMessage.in_reply_to))
                    .where(OutboxMessage.to_addr == bindparam("to"),
                           OutboxMessage.created_at > bindparam("since"),

@@ -41,6 +41,7 @@ from pbmserv.db.models import (
     User,
     Vacation,
 )
+from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import BoardStatus, RequestKind, SeekStatus
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.games.base import Outcome, RuleError, Termination
@@ -75,20 +76,26 @@ from pbmserv.service.events import (
 )
 from pbmserv.service.ratings import rate_board
 
-_INSERT_EVENT = insert(BoardEvent)
+_EVENT_COLUMNS = ("board_id", "kind", "data", "created_at")
+_INSERT_EVENT = Prepared(insert(BoardEvent).values(
+    {name: bindparam(name) for name in _EVENT_COLUMNS}))
 _QUEUE = (select(QueuedMove)
           .where(QueuedMove.board_id == bindparam("board"), QueuedMove.seat == bindparam("seat"))
           .order_by(QueuedMove.position))
-_INSERT_MOVE = insert(Move)
+_MOVE_COLUMNS = ("board_id", "ply", "seat", "notation", "comment", "created_at",
+                 "turn_started_at", "nags_before", "seconds_used", "automatic")
+_INSERT_MOVE = Prepared(insert(Move).values({name: bindparam(name) for name in _MOVE_COLUMNS}))
+
+
 @cache
-def _update_of(model: type[Board] | type[BoardPlayer], columns: frozenset[str]) -> Any:
+def _update_of(model: type[Board] | type[BoardPlayer], columns: frozenset[str]) -> Prepared:
     """UPDATE of these columns of one row, built once (see GameService._write)."""
     if model is BoardPlayer:
         stmt = update(BoardPlayer).where(BoardPlayer.board_id == bindparam("key_board"),
                                          BoardPlayer.seat == bindparam("key_seat"))
     else:
         stmt = update(Board).where(Board.id == bindparam("key_id"))
-    return stmt.values({name: bindparam(name) for name in columns})
+    return Prepared(stmt.values({name: bindparam(name) for name in columns}))
 
 
 REQUEST_WORDS = {RequestKind.DRAW: "an agreed end of the game", RequestKind.UNDO: "an undo"}
@@ -119,7 +126,7 @@ class GameService:
         board = None if event.board_id is None else self.session.get(Board, event.board_id)
         if board is not None:
             self.boards[board.id] = board
-        self.session.connection().execute(_INSERT_EVENT, {
+        _INSERT_EVENT.run(self.session.connection(), {
             "board_id": event.board_id, "kind": event.kind, "data": event.data(),
             "created_at": self.now})
         for follower in FOLLOWERS.get(type(event), ()):
@@ -306,7 +313,7 @@ class GameService:
                comment: str | None, *, automatic: bool) -> None:
         seat = board.to_move
         used = clock.idle(self.session, board, self.now)
-        self.session.connection().execute(_INSERT_MOVE, {
+        _INSERT_MOVE.run(self.session.connection(), {
             "board_id": board.id, "ply": board.ply + 1, "seat": seat, "notation": notation,
             "comment": comment, "created_at": self.now,
             "turn_started_at": board.turn_started_at, "nags_before": board.nags_sent,
@@ -346,8 +353,8 @@ class GameService:
             key: dict[str, Any] = {"key_board": row.board_id, "key_seat": row.seat}
         else:
             key = {"key_id": row.id}
-        self.session.connection().execute(_update_of(type(row), frozenset(changes)),
-                                          {**key, **changes})
+        _update_of(type(row), frozenset(changes)).run(self.session.connection(),
+                                                      {**key, **changes})
         for name, value in changes.items():
             set_committed_value(row, name, value)
 
