@@ -313,6 +313,31 @@ def test_disabled_account_cannot_reset_or_log_in(mailer: Mailer, settings: Setti
     assert "is disabled" in " ".join(mailer.reply("reset alice").split())
 
 
+def test_a_disabled_or_closed_player_cannot_move_on_their_board(
+        mailer: Mailer, settings: Settings, db: Database) -> None:
+    """A move's login takes the account from the board's players, loaded with the
+    board: a disabled account is still refused, and a closed one is no account."""
+    from pbmserv.games import get_engine
+
+    engine = get_engine("honeydonuts")
+    assert engine is not None
+    start = engine.new()
+    move = engine.format_move(start, engine.legal_moves(start)[0])
+    mailer.signup("alice", "bob")
+    mailer.send("honeydonuts challenge alice bob", sender="alice@example.org")
+    cli(settings, "users", "disable", "alice")
+    said = " ".join(mailer.reply(f"honeydonuts move 101 alice pw-alice {move}").split())
+    assert "is disabled" in said
+    cli(settings, "users", "enable", "alice")
+    with db.transaction() as s:
+        s.execute(update(User).where(User.key == "alice").values(closed_at=utcnow()))
+    said = " ".join(mailer.reply(f"honeydonuts move 101 alice pw-alice {move}").split())
+    assert "the userid and password do not match" in said
+    with db.reading() as s:
+        board = s.scalar(select(Board).where(Board.number == 101))
+        assert board is not None and board.ply == 0
+
+
 def test_a_disabled_account_cannot_move_by_reply(mailer: Mailer, settings: Settings) -> None:
     from tests.test_reply_moves import reply
     from tests.test_reply_moves import start as board_for_alice

@@ -91,6 +91,22 @@ def same_as_sqlalchemy(url: str, tmp_path: object) -> None:
             duplicate.run(session.connection(), values)
             duplicate.run(session.connection(), values)
         assert "secret-address" not in str(caught.value)
+        # savepoints run on the driver (db.prepared.driver_savepoints): a command's
+        # savepoint rolled back after a failed statement undoes its writes and leaves
+        # the transaction usable (on PostgreSQL too, where the failure aborted it)
+        def user(key: str) -> dict[str, object]:
+            return {**values, "key": key, "email": f"{key}@example.org"}
+
+        with db.transaction() as session:
+            duplicate.run(session.connection(), user("kept"))
+            with pytest.raises(IntegrityError), session.begin_nested():
+                duplicate.run(session.connection(), user("undone"))
+                duplicate.run(session.connection(), user("undone"))
+            with session.begin_nested():
+                duplicate.run(session.connection(), user("released"))
+        with db.reading() as session:
+            keys = set(session.scalars(select(User.key)))
+            assert keys & {"dup", "kept", "undone", "released"} == {"kept", "released"}
     finally:
         db.dispose()
 

@@ -7,6 +7,7 @@ describes the result; it never changes a board itself.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -78,10 +79,11 @@ def mask_words(text: str, secrets: set[str]) -> str:
     return text
 
 
-def login(ctx: Context, userid: str, password: str) -> User:
-    """The account of ``userid``, if ``password`` is right (see accounts.authenticate)."""
+def login(ctx: Context, userid: str, password: str, loaded: Iterable[User] = ()) -> User:
+    """The account of ``userid``, if ``password`` is right (see accounts.authenticate;
+    ``loaded``: accounts the command has loaded already)."""
     ctx.passwords.add(password)
-    user = authenticate(ctx.session, userid, password, ctx.sender)
+    user = authenticate(ctx.session, userid, password, ctx.sender, loaded=loaded)
     ctx.logins += 1
     return user
 

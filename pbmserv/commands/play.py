@@ -26,6 +26,7 @@ from pbmserv.service.accounts import check_enabled, existing_user
 from pbmserv.service.boards import (
     acting_seat,
     engine_of,
+    find_board,
     load_board,
     load_board_by_id,
     open_request_id,
@@ -42,9 +43,16 @@ def acting(ctx: Context, inv: Invocation) -> tuple[AnyEngine, Board, User]:
     The player logs in first: until the password is known to be where it belongs,
     no other word of the command is quoted back.
     """
-    user = login(ctx, inv.args[1], inv.args[2])
     engine = inv.engine
-    board = load_board(ctx.session, engine, board_number(inv.args[0]), lock=True)
+    # the board and its players' accounts in one query; the login uses the account
+    # from there when the player is one of them (any error still waits for the login)
+    board = None
+    if is_board_ref(inv.args[0]) and "#" not in inv.args[0]:
+        board = find_board(ctx.session, engine, board_number(inv.args[0]), lock=True)
+    user = login(ctx, inv.args[1], inv.args[2],
+                 [p.user for p in board.players] if board is not None else ())
+    if board is None:
+        board = load_board(ctx.session, engine, board_number(inv.args[0]), lock=True)
     return engine, board, user
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam, delete, func, select
@@ -39,8 +40,14 @@ IMPORTED_DOMAIN = "imported.invalid"
 _BY_KEY = select(User).where(User.key == bindparam("key"), User.closed_at.is_(None))
 
 
-def find_user(session: Session, userid: str) -> User | None:
-    return session.scalar(_BY_KEY, {"key": userid.lower()})
+def find_user(session: Session, userid: str, loaded: Iterable[User] = ()) -> User | None:
+    """The open account ``userid``; one of the ``loaded`` accounts (a board's players,
+    loaded with it) if it is one of them, without asking the database again."""
+    key = userid.lower()
+    for user in loaded:
+        if user.key == key and user.closed_at is None:
+            return user
+    return session.scalar(_BY_KEY, {"key": key})
 
 
 def has_account(session: Session, address: str) -> bool:
@@ -75,8 +82,9 @@ def similar_userid(session: Session, userid: str) -> str | None:
 
 
 def authenticate(session: Session, userid: str, password: str, sender: str,
-                 now: datetime | None = None) -> User:
-    """The account, if the password is right and no throttle holds its checks.
+                 now: datetime | None = None, loaded: Iterable[User] = ()) -> User:
+    """The account, if the password is right and no throttle holds its checks
+    (``loaded``: accounts in the session already, see find_user).
 
     A wrong password raises a PlayerError naming the throttle keys to charge; the
     caller records the failure outside the command's savepoint, so it sticks.
@@ -84,7 +92,7 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
     now = now or utcnow()
     keys = (account_key(userid), sender_key(sender))
     counted = check_not_locked(session, keys, now)
-    user = find_user(session, userid) if USERID_RE.match(userid) else None
+    user = find_user(session, userid, loaded) if USERID_RE.match(userid) else None
     if user is not None and user.disabled_at is not None:
         raise PlayerError(disabled_message(user))
     if user is not None and user.confirmed_at is None and user.bot is None:

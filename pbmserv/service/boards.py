@@ -34,11 +34,16 @@ _BOARD_LOCKED = _BOARD.with_for_update(of=Board)
 
 
 def load_board(session: Session, engine: AnyEngine, number: int, *, lock: bool = False) -> Board:
-    board = session.execute(_BOARD_LOCKED if lock else _BOARD,
-                            {"game": engine.name, "number": number}).unique().scalar()
+    board = find_board(session, engine, number, lock=lock)
     if board is None:
         raise PlayerError(f"there is no {engine.name} board {number}")
     return board
+
+
+def find_board(session: Session, engine: AnyEngine, number: int, *,
+               lock: bool = False) -> Board | None:
+    return session.execute(_BOARD_LOCKED if lock else _BOARD,
+                           {"game": engine.name, "number": number}).unique().scalar()
 
 
 _BOARD_BY_ID = select(Board).options(joinedload(Board.players)).where(Board.id == bindparam("id"))
