@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, func, outerjoin, select
 from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm.attributes import set_committed_value
 
-from pbmserv.db.models import Board, BoardEvent, Move, Subscription, User
+from pbmserv.db.loading import Entity
+from pbmserv.db.models import Board, BoardEvent, BoardPlayer, Move, Subscription, User
+from pbmserv.db.prepared import Prepared
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.events import RequestMade
@@ -27,10 +30,26 @@ def engine_of(board: Board) -> AnyEngine:
     return engine
 
 
-# the board with its players and their accounts, in one query
+# the board with its players and their accounts, in one query (the ORM's load, for a
+# board the session holds already)
 _BOARD = (select(Board).options(joinedload(Board.players))
           .where(Board.game == bindparam("game"), Board.number == bindparam("number")))
 _BOARD_LOCKED = _BOARD.with_for_update(of=Board)
+_BOARD_BY_ID = select(Board).options(joinedload(Board.players)).where(Board.id == bindparam("id"))
+_BOARD_BY_ID_LOCKED = _BOARD_BY_ID.with_for_update(of=Board)
+
+# the same rows read on the driver, made into the session's objects (pbmserv.db.loading):
+# a move's board costs a fifth of the ORM's load
+_B, _P, _U = Entity(Board), Entity(BoardPlayer), Entity(User)
+_ROWS = (select(*_B.columns, *_P.columns, *_U.columns)
+         .select_from(outerjoin(_B.table, _P.table, BoardPlayer.board_id == Board.id)
+                      .outerjoin(_U.table, BoardPlayer.user_id == User.id))
+         .order_by(BoardPlayer.seat))
+_BY_NUMBER = _ROWS.where(Board.game == bindparam("game"), Board.number == bindparam("number"))
+_BY_ID = _ROWS.where(Board.id == bindparam("id"))
+_READ = {(by_id, lock): Prepared(statement.with_for_update(of=Board) if lock else statement)
+         for by_id, statement in ((False, _BY_NUMBER), (True, _BY_ID))
+         for lock in (False, True)}
 
 
 def load_board(session: Session, engine: AnyEngine, number: int, *, lock: bool = False) -> Board:
@@ -42,17 +61,56 @@ def load_board(session: Session, engine: AnyEngine, number: int, *, lock: bool =
 
 def find_board(session: Session, engine: AnyEngine, number: int, *,
                lock: bool = False) -> Board | None:
-    return session.execute(_BOARD_LOCKED if lock else _BOARD,
-                           {"game": engine.name, "number": number}).unique().scalar()
-
-
-_BOARD_BY_ID = select(Board).options(joinedload(Board.players)).where(Board.id == bindparam("id"))
-_BOARD_BY_ID_LOCKED = _BOARD_BY_ID.with_for_update(of=Board)
+    """The board ``number`` of ``engine``'s game, its players and their accounts loaded;
+    ``lock``: held for this transaction (on PostgreSQL)."""
+    params = {"game": engine.name, "number": number}
+    rows = _READ[False, lock].rows(session.connection(), params)
+    if not _held(session, rows):
+        return _made(session, rows)
+    board: Board | None = session.execute(_BOARD_LOCKED if lock else _BOARD,
+                                          params).unique().scalar()
+    return board
 
 
 def load_board_by_id(session: Session, board_id: int, *, lock: bool = False) -> Board | None:
-    return session.execute(_BOARD_BY_ID_LOCKED if lock else _BOARD_BY_ID,
-                           {"id": board_id}).unique().scalar()
+    params = {"id": board_id}
+    rows = _READ[True, lock].rows(session.connection(), params)
+    if not _held(session, rows):
+        return _made(session, rows)
+    board: Board | None = session.execute(_BOARD_BY_ID_LOCKED if lock else _BOARD_BY_ID,
+                                          params).unique().scalar()
+    return board
+
+
+_BOARD_END, _PLAYER_END = _B.width, _B.width + _P.width
+
+
+def _seated(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The rows of players (a board with none has one row, its player columns NULL)."""
+    return [row for row in rows if row[_BOARD_END] is not None]
+
+
+def _held(session: Session, rows: list[tuple[Any, ...]]) -> bool:
+    """Whether the session holds the board of ``rows`` or one of its players already:
+    then the ORM loads it, as it does any object it holds."""
+    return bool(rows) and (_B.held(session, rows[0][:_BOARD_END]) is not None or any(
+        _P.held(session, row[_BOARD_END:_PLAYER_END]) is not None for row in _seated(rows)))
+
+
+def _made(session: Session, rows: list[tuple[Any, ...]]) -> Board | None:
+    """The board of ``rows`` (one a player, in seat order) with its players and their
+    accounts, as new objects of ``session`` (but for accounts it holds); None if there
+    are no rows."""
+    if not rows:
+        return None
+    board = _B.make(session, rows[0][:_BOARD_END])
+    players = []
+    for row in _seated(rows):
+        account = row[_PLAYER_END:]
+        user = _U.held(session, account) or _U.make(session, account)
+        players.append(_P.make(session, row[_BOARD_END:_PLAYER_END], board=board, user=user))
+    set_committed_value(board, "players", players)
+    return board
 
 
 def next_board_number(session: Session, game: str) -> int:
