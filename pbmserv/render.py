@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -147,9 +147,20 @@ def center_join(items: Iterable[str], width: int, sep: str = " ") -> str:
     return sep.join([str(item).center(width) for item in items])
 
 
+class FlatEnvironment(Environment):
+    """An Environment whose templates hold their globals in one plain dict, copied
+    when a template loads, not a ChainMap over the environment's: every render makes
+    its context from the template's globals, and copying a ChainMap walks it in Python
+    (a mail renders a dozen templates).  As Jinja asks, the globals are all set before
+    any template loads (here, where each environment is made)."""
+
+    def make_globals(self, d: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
+        return {**self.globals, **(d or {})}
+
+
 @cache
 def environment() -> Environment:
-    env = Environment(
+    env = FlatEnvironment(
         loader=FileSystemLoader(str(templates_dir())),
         undefined=StrictUndefined,
         trim_blocks=True,
@@ -172,7 +183,7 @@ def render(name: str, **context: Any) -> str:
 
 
 def _html_environment(loader: BaseLoader) -> Environment:
-    env = Environment(
+    env = FlatEnvironment(
         loader=loader,
         undefined=StrictUndefined,
         trim_blocks=True,

@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import pytest
+from jinja2 import DictLoader
 
-from pbmserv.render import environment, render, wrap
+from pbmserv.render import FlatEnvironment, environment, mail_html_environment, render, wrap
+from pbmserv.styles import StyledLoader
 
 
 @pytest.mark.parametrize("name", environment().list_templates())
 def test_template_compiles(name: str) -> None:
     environment().get_template(name)
+
+
+def test_templates_hold_their_globals_in_a_plain_dict() -> None:
+    """A template's globals are the environment's, copied as it loads (no ChainMap to
+    walk at every render), with its own on top; the mail environment's style global
+    is among them."""
+    env = FlatEnvironment(loader=DictLoader({"t": "{{ range(2)|list }} {{ who }} {{ what }}"}))
+    env.globals["who"] = "env"
+    template = env.get_template("t", globals={"what": "own"})
+    assert type(template.globals) is dict
+    assert template.render() == "[0, 1] env own"
+    assert template.render(who="given") == "[0, 1] given own"
+    mail = mail_html_environment().get_template("mail.html.j2")
+    assert type(mail.globals) is dict and StyledLoader.STYLE in mail.globals
 
 
 def test_wrap_keeps_paragraphs_and_width() -> None:
