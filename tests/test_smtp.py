@@ -51,6 +51,55 @@ def test_unknown_recipient_is_refused(smtp: smtplib.SMTP) -> None:
     assert code == 550 and b"pbmserv@localhost" in text
 
 
+ADDRESS_ARGUMENTS = [
+    "<alice@example.org>", "alice@example.org", "<alice@example.org> SIZE=100 BODY=8BITMIME",
+    "<>", "", "<\"odd local\"@example.org>", "<a.b+c@example.org>", "<üser@exämple.org>",
+    "<not an address>", "<@relay.example:alice@example.org>", "<" + "x" * 64 + "@example.org>",
+    "<" + "x" * 65 + "@example.org>", "<alice@example.org", "alice@", "<ali\x00ce@example.org>",
+    "<a@b@c>", "a b c", '"x',
+]
+
+
+@pytest.mark.parametrize("arg", ADDRESS_ARGUMENTS)
+@pytest.mark.parametrize("limit", [64, 0])
+def test_the_intake_reads_addresses_as_aiosmtpd_does(arg: str, limit: int) -> None:
+    """The intake's SMTP and LMTP servers read each MAIL FROM and RCPT TO argument once
+    (intake.smtp.CachedAddresses); what they read is what aiosmtpd reads, the local
+    part limit included, the first time and every time after."""
+    from aiosmtpd.lmtp import LMTP
+    from aiosmtpd.smtp import SMTP
+
+    from pbmserv.intake.lmtp import IntakeLMTP
+    from pbmserv.intake.smtp import IntakeSMTP
+
+    def read(kind: type[SMTP]) -> object:
+        server = kind(None)
+        server.local_part_limit = limit
+        try:
+            return server._getaddr(arg)
+        except Exception as exc:  # aiosmtpd's own parse fails on some ("alice@")
+            return type(exc)
+
+    for ours, theirs in ((IntakeSMTP, SMTP), (IntakeLMTP, LMTP)):
+        expected = read(theirs)
+        assert read(ours) == expected and read(ours) == expected
+
+
+def test_the_listener_answers_addresses_as_aiosmtpd(server: Server, smtp: smtplib.SMTP) -> None:
+    """The listener is the intake's server (addresses read once), and over a real
+    session an address aiosmtpd takes is taken, with its parameters; one it cannot
+    read is refused as it refuses it."""
+    from pbmserv.intake.smtp import IntakeSMTP
+
+    assert isinstance(server.controller.smtpd, IntakeSMTP)
+    smtp.ehlo()
+    assert smtp.docmd("MAIL", "FROM:<a@b@c>")[0] == 553
+    assert smtp.docmd("MAIL", "FROM:<alice@example.org> SIZE=100")[0] == 250
+    assert smtp.docmd("RCPT", "TO:<pbmserv@localhost>")[0] == 250
+    assert smtp.docmd("RCPT", "TO:<pbmserv@localhost>")[0] == 250
+    assert smtp.docmd("RCPT", "TO:<a@b@c>")[0] == 553
+
+
 def test_oversized_mail_is_refused(server: Server, settings: Settings) -> None:
     big = make_mail("help", ("x" * 70 + "\n") * (settings.max_message_size // 70 + 10))
     address = (server.controller.hostname, server.controller.port)

@@ -23,7 +23,7 @@ from aiosmtpd.lmtp import LMTP
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from pbmserv.config import Settings, SettingsError
-from pbmserv.intake.smtp import IntakeHandler, content_of
+from pbmserv.intake.smtp import CachedAddresses, IntakeHandler, content_of
 
 TOO_BIG = "552 5.3.4 Message too big for this server (at most {} bytes)"
 #: the most the protocol reads of one mail, whatever the settings
@@ -40,12 +40,16 @@ class LmtpHandler(IntakeHandler):
         return "\r\n".join(answer for _ in envelope.rcpt_tos)
 
 
+class IntakeLMTP(CachedAddresses, LMTP):
+    """aiosmtpd's LMTP server, its addresses read once (CachedAddresses)."""
+
+
 class _LmtpFactory:
     handler: Any
     SMTP_kwargs: dict[str, Any]
 
     def factory(self) -> LMTP:
-        return LMTP(self.handler, **self.SMTP_kwargs)
+        return IntakeLMTP(self.handler, **self.SMTP_kwargs)
 
 
 class LmtpController(_LmtpFactory, Controller):
