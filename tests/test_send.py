@@ -15,6 +15,7 @@ from dataclasses import replace
 from datetime import timedelta
 from email import message_from_bytes, policy
 from email.message import EmailMessage
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -480,12 +481,14 @@ def test_a_batch_whose_flush_fails_is_not_counted_and_waits(
     "x" * 75 + "\n" + "y" * 76 + "\n" + "z" * 77 + "\n" + "é" * 40 + "\n",
     "a line with blanks at its end   \nand a tab\t\n \n\t\nlast blank ",
     "=start\n.\n. \n.x\n==\n" + "=" * 30 + "\n" + "a" * 73 + "=b\n" + "a" * 74 + "é\n",
-    "é", ".", "", "\n\n\n", "abc = def" * 40,
+    "é", ".", "", "\n\n\n", "abc = def" * 40, "<p>" + "wide é " * 200 + "</p>",
 ])
 def test_quoted_printable_is_as_the_standard_library_makes_it(
         db: Database, settings: Settings, text: str) -> None:
-    """The text part (not ASCII) and the HTML part, quoted-printable: the same bytes
-    as quopri makes them, and read back as they were written."""
+    """The text part (not ASCII), quoted-printable: the same bytes as quopri makes
+    them, and read back as it was written.  The HTML part is ASCII (characters beyond
+    it written as character references): 7bit while its lines fit in 998 octets, else
+    quoted-printable as quopri makes it; read back, the same HTML."""
     body = "é" + text  # not ASCII: quoted-printable
     with db.transaction() as s:
         rid = queue_mail(s, settings, to="bob@example.org", subject="Board", body=body,
@@ -493,10 +496,14 @@ def test_quoted_printable_is_as_the_standard_library_makes_it(
     raw = message.message_bytes(settings, row(db, rid))
     wanted = body if body.endswith("\n") else body + "\n"
     assert quopri.encodestring(wanted.encode()) in raw
-    assert quopri.encodestring((text or "<p></p>").encode()) in raw
+    ascii_html = (text or "<p></p>").encode("ascii", "xmlcharrefreplace")
+    fits = max(map(len, ascii_html.split(b"\n"))) <= 998
+    assert (ascii_html if fits else quopri.encodestring(ascii_html)) in raw
     mail = message_from_bytes(raw, policy=policy.default)
     assert isinstance(mail, EmailMessage)
     assert text_of(mail) == wanted
     html = mail.get_body(preferencelist=("html",))
     assert isinstance(html, EmailMessage)
-    assert html.get_content().rstrip("\n") == (text or "<p></p>").rstrip("\n")
+    assert html["Content-Transfer-Encoding"] == ("7bit" if fits else "quoted-printable")
+    assert html.get_content().isascii()
+    assert unescape(html.get_content()).rstrip("\n") == (text or "<p></p>").rstrip("\n")
