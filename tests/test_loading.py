@@ -138,7 +138,23 @@ def no_players(db: Database) -> None:
         assert found is not None and found.players == [] and found.number == 500
 
 
-CHECKS = [same_as_the_orm, tracked_and_flushed, held_objects_kept, no_players]
+def pending_changes_flushed_first(db: Database) -> None:
+    """Where the ORM's query would flush what the session holds unflushed first
+    (autoflush), so does the load: a board added in the same transaction is found."""
+    with db.transaction() as session:
+        board = Board(game=ENGINE.name, number=501, position=ENGINE.serialize(ENGINE.new()))
+        session.add(board)
+        assert find_board(session, ENGINE, 501) is board
+    with db.transaction() as session, session.no_autoflush:
+        session.add(Board(game=ENGINE.name, number=502,
+                          position=ENGINE.serialize(ENGINE.new())))
+        assert find_board(session, ENGINE, 502) is None  # as the ORM's query gives
+        assert session.execute(_BOARD, {"game": ENGINE.name, "number": 502}
+                               ).unique().scalar() is None
+
+
+CHECKS = [same_as_the_orm, tracked_and_flushed, held_objects_kept, no_players,
+          pending_changes_flushed_first]
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)

@@ -64,7 +64,7 @@ def find_board(session: Session, engine: AnyEngine, number: int, *,
     """The board ``number`` of ``engine``'s game, its players and their accounts loaded;
     ``lock``: held for this transaction (on PostgreSQL)."""
     params = {"game": engine.name, "number": number}
-    rows = _READ[False, lock].rows(session.connection(), params)
+    rows = _rows(session, _READ[False, lock], params)
     if not _held(session, rows):
         return _made(session, rows)
     board: Board | None = session.execute(_BOARD_LOCKED if lock else _BOARD,
@@ -74,7 +74,7 @@ def find_board(session: Session, engine: AnyEngine, number: int, *,
 
 def load_board_by_id(session: Session, board_id: int, *, lock: bool = False) -> Board | None:
     params = {"id": board_id}
-    rows = _READ[True, lock].rows(session.connection(), params)
+    rows = _rows(session, _READ[True, lock], params)
     if not _held(session, rows):
         return _made(session, rows)
     board: Board | None = session.execute(_BOARD_BY_ID_LOCKED if lock else _BOARD_BY_ID,
@@ -83,6 +83,14 @@ def load_board_by_id(session: Session, board_id: int, *, lock: bool = False) -> 
 
 
 _BOARD_END, _PLAYER_END = _B.width, _B.width + _P.width
+
+
+def _rows(session: Session, statement: Prepared, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The rows of ``statement``, after what the session holds unflushed is flushed
+    where the ORM's query would flush it (autoflush: not while mail is processed)."""
+    if session.autoflush:
+        session.flush()
+    return statement.rows(session.connection(), params)
 
 
 def _seated(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
