@@ -5,6 +5,8 @@ session's object where it holds one already.  On SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -102,7 +104,9 @@ def tracked_and_flushed(db: Database) -> None:
         nested.rollback()
         assert board.nags_sent == 5
         # a change made behind the session's back is read once the object expires
-        session.execute(update(Board).where(Board.id == board.id).values(nags_sent=6))
+        session.execute(update(Board).where(Board.id == board.id).values(nags_sent=6)
+                        .execution_options(synchronize_session=False))
+        assert board.nags_sent == 5
         session.expire(board)
         assert board.nags_sent == 6
 
@@ -155,6 +159,46 @@ def pending_changes_flushed_first(db: Database) -> None:
 
 CHECKS = [same_as_the_orm, tracked_and_flushed, held_objects_kept, no_players,
           pending_changes_flushed_first]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("by_id", [False, True])
+def test_a_load_that_waited_for_the_lock_sees_the_players_as_committed(
+        pg_url: str, by_id: bool) -> None:
+    """On PostgreSQL a locked load waits for a transaction that holds the board, then
+    sees its players and their accounts as that transaction left them: a statement
+    that waits for a row lock sees the locked row anew but rows it joined as they
+    were when it began, so the board is locked by a statement of its own first."""
+    db = Database(pg_url)
+    try:
+        number = make_board(db)
+        locked = threading.Event()
+        seen: list[tuple[int, str]] = []
+
+        def other() -> None:
+            locked.wait(10)
+            with db.transaction() as session:
+                board = (load_board_by_id(session, board_id, lock=True) if by_id
+                         else find_board(session, ENGINE, number, lock=True))
+                assert board is not None
+                seen.append((board.players[1].time_used, board.players[1].user.email))
+
+        with db.transaction() as session:
+            board = find_board(session, ENGINE, number, lock=True)
+            assert board is not None
+            board_id = board.id
+            board.players[1].time_used = 99
+            board.players[1].user.email = "new@example.org"
+            session.flush()
+            waiter = threading.Thread(target=other)
+            waiter.start()
+            locked.set()
+            time.sleep(0.5)  # the other transaction's load is waiting for the lock
+            assert not seen
+        waiter.join(10)
+        assert seen == [(99, "new@example.org")]
+    finally:
+        db.dispose()
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)

@@ -34,9 +34,7 @@ def engine_of(board: Board) -> AnyEngine:
 # board the session holds already)
 _BOARD = (select(Board).options(joinedload(Board.players))
           .where(Board.game == bindparam("game"), Board.number == bindparam("number")))
-_BOARD_LOCKED = _BOARD.with_for_update(of=Board)
 _BOARD_BY_ID = select(Board).options(joinedload(Board.players)).where(Board.id == bindparam("id"))
-_BOARD_BY_ID_LOCKED = _BOARD_BY_ID.with_for_update(of=Board)
 
 # the same rows read on the driver, made into the session's objects (pbmserv.db.loading):
 # a move's board costs a fifth of the ORM's load
@@ -45,11 +43,17 @@ _ROWS = (select(*_B.columns, *_P.columns, *_U.columns)
          .select_from(outerjoin(_B.table, _P.table, BoardPlayer.board_id == Board.id)
                       .outerjoin(_U.table, BoardPlayer.user_id == User.id))
          .order_by(BoardPlayer.seat))
-_BY_NUMBER = _ROWS.where(Board.game == bindparam("game"), Board.number == bindparam("number"))
-_BY_ID = _ROWS.where(Board.id == bindparam("id"))
-_READ = {(by_id, lock): Prepared(statement.with_for_update(of=Board) if lock else statement)
-         for by_id, statement in ((False, _BY_NUMBER), (True, _BY_ID))
-         for lock in (False, True)}
+_BY_NUMBER = (Board.game == bindparam("game"), Board.number == bindparam("number"))
+_BY_ID = (Board.id == bindparam("id"),)
+#: by id or not: the board, its players and their accounts
+_READ = {by_id: Prepared(_ROWS.where(*where)) for by_id, where in ((False, _BY_NUMBER),
+                                                                    (True, _BY_ID))}
+#: by id or not: the board locked for the transaction (PostgreSQL), by a statement of its
+#: own before the read: a statement that waits for a row lock sees the locked row as
+#: it is once it has the lock, but the rows it joins as they were when it began (a
+#: move's opponent's clock, an account changed by the transaction it waited for)
+_LOCK = {by_id: Prepared(select(Board.id).where(*where).with_for_update())
+         for by_id, where in ((False, _BY_NUMBER), (True, _BY_ID))}
 
 
 def load_board(session: Session, engine: AnyEngine, number: int, *, lock: bool = False) -> Board:
@@ -62,35 +66,39 @@ def load_board(session: Session, engine: AnyEngine, number: int, *, lock: bool =
 def find_board(session: Session, engine: AnyEngine, number: int, *,
                lock: bool = False) -> Board | None:
     """The board ``number`` of ``engine``'s game, its players and their accounts loaded;
-    ``lock``: held for this transaction (on PostgreSQL)."""
+    ``lock``: held for this transaction (on PostgreSQL; SQLite's writer holds the
+    whole database)."""
     params = {"game": engine.name, "number": number}
-    rows = _rows(session, _READ[False, lock], params)
+    rows = _rows(session, False, lock, params)
     if not _held(session, rows):
         return _made(session, rows)
-    board: Board | None = session.execute(_BOARD_LOCKED if lock else _BOARD,
-                                          params).unique().scalar()
+    board: Board | None = session.execute(_BOARD, params).unique().scalar()
     return board
 
 
 def load_board_by_id(session: Session, board_id: int, *, lock: bool = False) -> Board | None:
     params = {"id": board_id}
-    rows = _rows(session, _READ[True, lock], params)
+    rows = _rows(session, True, lock, params)
     if not _held(session, rows):
         return _made(session, rows)
-    board: Board | None = session.execute(_BOARD_BY_ID_LOCKED if lock else _BOARD_BY_ID,
-                                          params).unique().scalar()
+    board: Board | None = session.execute(_BOARD_BY_ID, params).unique().scalar()
     return board
 
 
 _BOARD_END, _PLAYER_END = _B.width, _B.width + _P.width
 
 
-def _rows(session: Session, statement: Prepared, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """The rows of ``statement``, after what the session holds unflushed is flushed
-    where the ORM's query would flush it (autoflush: not while mail is processed)."""
+def _rows(session: Session, by_id: bool, lock: bool,
+          params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The rows of the board (``_READ``), locked first if asked, after what the session
+    holds unflushed is flushed where the ORM's query would flush it (autoflush: not
+    while mail is processed)."""
     if session.autoflush:
         session.flush()
-    return statement.rows(session.connection(), params)
+    connection = session.connection()
+    if lock and connection.dialect.name == "postgresql":
+        _LOCK[by_id].rows(connection, params)
+    return _READ[by_id].rows(connection, params)
 
 
 def _seated(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
