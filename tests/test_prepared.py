@@ -8,12 +8,12 @@ from datetime import timedelta
 
 import pytest
 from sqlalchemy import bindparam, func, insert, select, text, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import InboundMessage, OutboxMessage, User
-from pbmserv.db.prepared import Prepared
+from pbmserv.db.prepared import _CURSOR, Prepared
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus, OutboxStatus
 from pbmserv.intake.store import store_message
@@ -118,6 +118,45 @@ def test_prepared_statements_on_sqlite(db_url: str, tmp_path: object) -> None:
 @pytest.mark.postgres
 def test_prepared_statements_on_postgres(pg_url: str, tmp_path: object) -> None:
     same_as_sqlalchemy(pg_url, tmp_path)
+
+
+def cursor_kept(url: str) -> None:
+    db = Database(url)
+    count = Prepared(select(func.count(User.id)).where(User.key == bindparam("key")))
+    try:
+        with db.transaction() as session:
+            pooled = session.connection().connection
+            assert count.rows(session.connection(), {"key": "x"}) == [(0,)]
+            cursor = pooled.info[_CURSOR][1]
+            # the next statement on the connection runs on the same driver cursor
+            assert count.rows(session.connection(), {"key": "y"}) == [(0,)]
+            assert pooled.info[_CURSOR][1] is cursor
+        # a statement the database refuses: the next one gets a cursor of its own
+        broken = Prepared(text("SELECT no_such_column FROM users"))
+        with pytest.raises(DBAPIError), db.transaction() as session:
+            broken.rows(session.connection(), {})
+        with db.transaction() as session:
+            assert count.rows(session.connection(), {"key": "x"}) == [(0,)]
+            assert session.connection().connection.info[_CURSOR][1] is not cursor
+        # a driver connection replaced (the database went away): its cursor too
+        with db.engine.connect() as connection:
+            assert count.rows(connection, {"key": "x"}) == [(0,)]
+            connection.invalidate()
+        with db.engine.connect() as connection:
+            assert count.rows(connection, {"key": "x"}) == [(0,)]
+            kept = connection.connection.info[_CURSOR]
+            assert kept[0] is connection.connection.driver_connection
+    finally:
+        db.dispose()
+
+
+def test_one_cursor_a_connection_on_sqlite(db_url: str) -> None:
+    cursor_kept(db_url)
+
+
+@pytest.mark.postgres
+def test_one_cursor_a_connection_on_postgres(pg_url: str) -> None:
+    cursor_kept(pg_url)
 
 
 def test_what_cannot_be_prepared_is_refused_when_compiled(db_url: str) -> None:

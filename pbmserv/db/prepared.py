@@ -82,11 +82,14 @@ class _Compiled:
             return values
         return [values[name] for name in self.names]
 
-    def results(self, description: Sequence[Any]) -> list[Processor]:
+    def results(self, cursor: Any) -> list[Processor]:
+        """How each column of the result is converted, read off the first run's
+        ``cursor.description`` (psycopg makes that list afresh each time it is read)."""
         if self._results is None:
             self._results = [
                 kind.result_processor(self.dialect, column[1]) if i < len(self.columns) else None
-                for i, (kind, column) in enumerate(zip(self.columns, description, strict=False))]
+                for i, (kind, column) in enumerate(zip(self.columns, cursor.description,
+                                                       strict=False))]
         return self._results
 
 
@@ -111,18 +114,15 @@ class Prepared:
     def rows(self, connection: Connection, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """Every row, its values converted as SQLAlchemy converts them."""
         cursor, compiled = self._cursor(connection, params)
-        try:
-            found = cursor.fetchall()
-            if not found:
-                return []
-            processors = compiled.results(cursor.description)
-            if not any(processors):
-                return [tuple(row) for row in found]
-            return [tuple(value if processor is None else processor(value)
-                          for processor, value in zip(processors, row, strict=False))
-                    for row in found]
-        finally:
-            cursor.close()
+        found = cursor.fetchall()
+        if not found:
+            return []
+        processors = compiled.results(cursor)
+        if not any(processors):
+            return [tuple(row) for row in found]
+        return [tuple(value if processor is None else processor(value)
+                      for processor, value in zip(processors, row, strict=False))
+                for row in found]
 
     def first(self, connection: Connection, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
         found = self.rows(connection, params)
@@ -131,22 +131,33 @@ class Prepared:
     def run(self, connection: Connection, params: Mapping[str, Any]) -> int:
         """A statement that returns no rows; how many rows it changed."""
         cursor, _ = self._cursor(connection, params)
-        try:
-            return int(cursor.rowcount)
-        finally:
-            cursor.close()
+        return int(cursor.rowcount)
+
+
+#: the key of a pooled connection's ``info`` that holds the driver's cursor statements
+#: run on here, with the driver connection it belongs to
+_CURSOR = "pbmserv_cursor"
 
 
 def execute(connection: Connection, sql: str, parameters: Any = ()) -> Any:
-    """Run ``sql`` on the driver's cursor of ``connection``; returns the open cursor.
-    The driver's errors are raised as SQLAlchemy raises them (OperationalError,
-    IntegrityError...), so that whoever handles those handles these too; never with
-    the parameters."""
-    cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    """Run ``sql`` on the driver's cursor of ``connection``; returns the cursor, whose
+    rows are read before the next statement runs on the connection.  One cursor is
+    kept for each driver connection (psycopg takes 10 us to make one: it copies the
+    connection's adapters).  The driver's errors are raised as SQLAlchemy raises them
+    (OperationalError, IntegrityError...), so that whoever handles those handles these
+    too; never with the parameters."""
+    pooled = connection.connection
+    driver = pooled.driver_connection
+    kept = pooled.info.get(_CURSOR)
+    if kept is None or kept[0] is not driver:
+        kept = pooled.info[_CURSOR] = (driver, driver.cursor())  # type: ignore[union-attr]
+    cursor = kept[1]
     error = connection.dialect.loaded_dbapi.Error
     try:
         cursor.execute(sql, parameters)
     except error as exc:
+        # the next statement gets a cursor of its own: nothing of this one is left
+        del pooled.info[_CURSOR]
         cursor.close()
         raise DBAPIError.instance(sql, None, exc, error, hide_parameters=True,
                                   dialect=connection.dialect) from exc
@@ -175,5 +186,5 @@ def _savepoint_statement(verb: str, usual: Callable[[Connection, str], None],
         if not _SAVEPOINT_NAME.fullmatch(name):
             usual(connection, name)
             return
-        execute(connection, f"{verb} {name}").close()
+        execute(connection, f"{verb} {name}")
     return run
