@@ -4,6 +4,8 @@ PostgreSQL, in the real schema."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from datetime import timedelta
 
 import pytest
@@ -127,17 +129,23 @@ def cursor_kept(url: str) -> None:
         with db.transaction() as session:
             pooled = session.connection().connection
             assert count.rows(session.connection(), {"key": "x"}) == [(0,)]
-            cursor = pooled.info[_CURSOR][1]
+            cursor = weakref.ref(pooled.info[_CURSOR][1])
             # the next statement on the connection runs on the same driver cursor
             assert count.rows(session.connection(), {"key": "y"}) == [(0,)]
-            assert pooled.info[_CURSOR][1] is cursor
+            assert pooled.info[_CURSOR][1] is cursor()
+        # back in the pool, the connection keeps no cursor (nor its last statement)
+        gc.collect()
+        assert cursor() is None
         # a statement the database refuses: the next one gets a cursor of its own
         broken = Prepared(text("SELECT no_such_column FROM users"))
-        with pytest.raises(DBAPIError), db.transaction() as session:
-            broken.rows(session.connection(), {})
         with db.transaction() as session:
+            info = session.connection().connection.info
             assert count.rows(session.connection(), {"key": "x"}) == [(0,)]
-            assert session.connection().connection.info[_CURSOR][1] is not cursor
+            refused = info[_CURSOR][1]
+            with pytest.raises(DBAPIError), session.begin_nested():
+                broken.rows(session.connection(), {})
+            assert count.rows(session.connection(), {"key": "x"}) == [(0,)]
+            assert info[_CURSOR][1] is not refused
         # a driver connection replaced (the database went away): its cursor too
         with db.engine.connect() as connection:
             assert count.rows(connection, {"key": "x"}) == [(0,)]

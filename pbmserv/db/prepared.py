@@ -17,6 +17,7 @@ goes through SQLAlchemy as usual.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -135,17 +136,28 @@ class Prepared:
 
 
 #: the key of a pooled connection's ``info`` that holds the driver's cursor statements
-#: run on here, with the driver connection it belongs to
+#: run on here, with the driver connection it belongs to (while it is checked out)
 _CURSOR = "pbmserv_cursor"
+
+
+def release_cursor(dbapi_connection: Any, record: Any) -> None:
+    """The pool's ``checkin`` listener: a connection back in the pool keeps no cursor,
+    so nothing of its last statement (a stored mail as it came, passwords and all) is
+    held while it waits."""
+    kept = record.info.pop(_CURSOR, None)
+    if kept is not None and kept[0] is dbapi_connection:
+        with contextlib.suppress(Exception):  # the connection may be gone already
+            kept[1].close()
 
 
 def execute(connection: Connection, sql: str, parameters: Any = ()) -> Any:
     """Run ``sql`` on the driver's cursor of ``connection``; returns the cursor, whose
     rows are read before the next statement runs on the connection.  One cursor is
-    kept for each driver connection (psycopg takes 10 us to make one: it copies the
-    connection's adapters).  The driver's errors are raised as SQLAlchemy raises them
-    (OperationalError, IntegrityError...), so that whoever handles those handles these
-    too; never with the parameters."""
+    kept for each driver connection while it is checked out (psycopg takes 10 us to
+    make one: it copies the connection's adapters); ``release_cursor`` lets it go.
+    The driver's errors are raised as SQLAlchemy raises them (OperationalError,
+    IntegrityError...), so that whoever handles those handles these too; never with
+    the parameters."""
     pooled = connection.connection
     driver = pooled.driver_connection
     kept = pooled.info.get(_CURSOR)
