@@ -183,3 +183,31 @@ def test_what_cannot_be_prepared_is_refused_when_compiled(db_url: str) -> None:
             assert Prepared(text("SELECT 1")).rows(connection, {}) == [(1,)]
     finally:
         db.dispose()
+
+
+def rows_returned_by_run(url: str) -> None:
+    db = Database(url)
+    add = Prepared(insert(User).values(
+        {name: bindparam(name) for name in ("key", "userid", "password_hash", "email",
+                                            "created_at", "credential_changes")}
+    ).returning(User.id))
+    values = {"key": "returned", "userid": "Returned", "password_hash": "x",
+              "email": "returned@example.org", "created_at": utcnow(), "credential_changes": 0}
+    try:
+        # run() reads and drops what the statement returns: the insert is done and
+        # counted, and the transaction commits
+        with db.transaction() as session:
+            assert add.run(session.connection(), values) == 1
+        with db.transaction() as session:
+            assert session.scalar(select(func.count()).where(User.key == "returned")) == 1
+    finally:
+        db.dispose()
+
+
+def test_run_reads_the_rows_a_statement_returns_on_sqlite(db_url: str) -> None:
+    rows_returned_by_run(db_url)
+
+
+@pytest.mark.postgres
+def test_run_reads_the_rows_a_statement_returns_on_postgres(pg_url: str) -> None:
+    rows_returned_by_run(pg_url)

@@ -72,6 +72,9 @@ class _Compiled:
         if not self.columns and getattr(statement, "_returning", None):
             self.columns = [column.type.dialect_impl(dialect)
                             for column in statement._returning]  # type: ignore[attr-defined]
+        #: rows come back (a SELECT, an explicit RETURNING, or the RETURNING of the new
+        #: key that SQLAlchemy adds to an INSERT on PostgreSQL)
+        self.returns = bool(self.columns or compiled.effective_returning)
         self.dialect = dialect
         self._results: list[Processor] | None = None
 
@@ -130,8 +133,12 @@ class Prepared:
         return found[0] if found else None
 
     def run(self, connection: Connection, params: Mapping[str, Any]) -> int:
-        """A statement that returns no rows; how many rows it changed."""
-        cursor, _ = self._cursor(connection, params)
+        """A statement run for what it changes: how many rows.  Rows it returns are
+        read and dropped, so that none is left on the cursor (on SQLite an INSERT whose
+        RETURNING rows are not read is still running, and holds up the commit)."""
+        cursor, compiled = self._cursor(connection, params)
+        if compiled.returns:
+            cursor.fetchall()
         return int(cursor.rowcount)
 
 
