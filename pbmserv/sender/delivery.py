@@ -34,16 +34,16 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from itertools import count
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
-from sqlalchemy import Connection, Table, bindparam, case, func, select, update
+from sqlalchemy import Table, bindparam, case, func, select, update
 from sqlalchemy.orm import Session
 
 from pbmserv.config import Relay, Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import MailSuspension, OutboxMessage
+from pbmserv.db.models import OutboxMessage
 from pbmserv.db.prepared import Prepared
 from pbmserv.db.session import READ_ONLY, Database
 from pbmserv.db.status import OutboxStatus
@@ -118,9 +118,26 @@ def _taking(statement: Any, skip_locked: bool) -> Any:
     return statement.with_for_update(skip_locked=True) if skip_locked else statement
 
 
+class DueMail(NamedTuple):
+    """An outbox row as the Maildir sender takes it (the columns of _MAIL)."""
+
+    id: int
+    created_at: datetime
+    message_id: str
+    to_addr: str
+    subject: str
+    body: str
+    in_reply_to: str | None
+    reply_to: str | None
+    html_body: str | None
+    attempts: int
+    list_id: str | None
+    unsubscribe: str | None
+
+
 #: the due rows of a batch, oldest first, for a transaction to hold (Maildir)
-_TAKE = {skip: _taking(select(*_MAIL).where(_DUE).order_by(_O.id).limit(bindparam("limit")),
-                       skip)
+_TAKE = {skip: Prepared(_taking(select(*_MAIL).where(_DUE).order_by(_O.id)
+                                .limit(bindparam("limit")), skip))
          for skip in (False, True)}
 #: a claim: the due rows of a batch leased and returned (relay)
 _CLAIM = {skip: update(_OUTBOX)
@@ -129,20 +146,17 @@ _CLAIM = {skip: update(_OUTBOX)
           .values(next_attempt_at=bindparam("until"), leased_by=bindparam("token"))
           .returning(*_MAIL)
           for skip in (False, True)}
-#: rows this transaction holds recorded as sent (see _sent)
-_SENT = (update(_OUTBOX)
-         .where(_O.id.in_(bindparam("ids", expanding=True)))
-         .values(status=OutboxStatus.SENT, sent_at=bindparam("at"), last_error=None,
-                 leased_by=None, attempts=_O.attempts + 1,
-                 subject=case((_O.blank_after_send, BLANKED_SUBJECT), else_=_O.subject),
-                 body=case((_O.blank_after_send, BLANKED), else_=_O.body),
-                 html_body=case((_O.blank_after_send, None), else_=_O.html_body)))
-#: suspended_among's question, prepared: which of these (lower-cased) addresses bounce
-_SUSPENDED = (select(MailSuspension.__table__.c.address)
-              .where(MailSuspension.__table__.c.address.in_(
-                  bindparam("addresses", expanding=True))))
-
-
+#: a row this transaction holds recorded as sent (see _sent), one statement a row (a
+#: round sends a few: each runs in a few microseconds, one with an IN list of them
+#: through SQLAlchemy in fifty)
+_SENT = Prepared(update(_OUTBOX)
+                 .where(_O.id == bindparam("id"))
+                 .values(status=OutboxStatus.SENT, sent_at=bindparam("at"), last_error=None,
+                         leased_by=None, attempts=_O.attempts + 1,
+                         subject=case((_O.blank_after_send, BLANKED_SUBJECT),
+                                      else_=_O.subject),
+                         body=case((_O.blank_after_send, BLANKED), else_=_O.body),
+                         html_body=case((_O.blank_after_send, None), else_=_O.html_body)))
 def _address(row: OutboxMail) -> str:
     """The address as suspensions are kept (pbmserv.service.bounces)."""
     return row.to_addr.strip().lower()
@@ -209,16 +223,15 @@ class Sender:
                                    {"now": now, "limit": limit, "until": now + LEASE,
                                     "token": token}).all(),
                 key=lambda row: row.id)
-            send = self._hold_back(session, connection, token, rows)
+            send = self._hold_back(session, token, rows)
         return token, rows, send
 
-    def _hold_back(self, session: Session, connection: Connection, token: str | None,
+    def _hold_back(self, session: Session, token: str | None,
                    rows: Sequence[OutboxMail]) -> list[OutboxMail]:
         """The rows to send: those to a suspended address are marked suppressed."""
         if not rows:
             return []
-        held = set(connection.scalars(_SUSPENDED,
-                                      {"addresses": list({_address(r) for r in rows})}))
+        held = suspended_among(session, {_address(r) for r in rows})
         if not held:
             return list(rows)
         for row in rows:
@@ -350,17 +363,18 @@ class Sender:
         self._know_secret()
         with self.db.transaction() as session:
             connection = session.connection()
-            rows = connection.execute(_TAKE[self.db.is_postgres],
-                                      {"now": utcnow(), "limit": limit}).all()
-            built, broken = self._build(self._hold_back(session, connection, None, rows))
+            rows = [DueMail(*row) for row in _TAKE[self.db.is_postgres].rows(
+                connection, {"now": utcnow(), "limit": limit})]
+            built, broken = self._build(self._hold_back(session, None, rows))
             # as a delivery agent does, the envelope sender goes in Return-Path
             built = [(row, f"Return-Path: <{self.bounce_address(row)}>\n".encode() + data)
                      for row, data in built]
             errors = deliver_all(self.settings.maildir, built)
             done = [row for (row, _), error in zip(built, errors, strict=True)
                     if error is None]
-            if done:
-                connection.execute(_SENT, {"ids": [row.id for row in done], "at": utcnow()})
+            at = utcnow()
+            for row in done:
+                _SENT.run(connection, {"id": row.id, "at": at})
             for (row, _), error in zip(built, errors, strict=True):
                 if error is not None:
                     self._record(session, None, [row.id], _deferred(row, error))
