@@ -72,7 +72,7 @@ def test_an_address_gets_one_mail_until_it_answers(mailer: Mailer, db: Database)
             "for it goes to victim@example.net.") in flat(welcome.body)
     assert "ERROR: the account victim is confirmed already; nothing to do" in flat(
         mailer.reply(f"confirm victim {code}", sender="victim@example.net"))
-    assert "New Honeydonuts Board 101" in mailer.send("honeydonuts challenge alice victim",
+    assert "New Honey Donuts Board 101" in mailer.send("honeydonuts challenge alice victim",
                                                       sender="alice@example.org")[0].subject
 
 

@@ -46,8 +46,8 @@ def test_a_strangers_challenge_is_nobodys_until_taken_up(mailer: Mailer, db: Dat
     # bob accepts; alice is told
     out = mailer.send("honeydonuts accept 101 bob pw-bob", sender="bob@example.org")
     assert flat(out[0].body).startswith(
-        "> honeydonuts accept 101 bob ***** You took up Honeydonuts board 101: it counts for "
-        "you now (it is rated, and your clock can run out on it). Summary of Honeydonuts "
+        "> honeydonuts accept 101 bob ***** You took up Honey Donuts board 101: it counts for "
+        "you now (it is rated, and your clock can run out on it). Summary of Honey Donuts "
         "Board 101")
     [alice_mail] = [m for m in out if m.to_addr == "alice@example.org"]
     assert "bob took the board up: it counts for them now." in flat(alice_mail.body)
@@ -76,7 +76,7 @@ def test_accepting_a_board_answers_no_offer(mailer: Mailer, db: Database) -> Non
     mailer.reply("honeydonuts challenge alice bob", sender="mallory@example.net")
     mailer.reply("honeydonuts move 101 alice pw-alice propose", sender="alice@example.org")
     text = flat(mailer.reply("honeydonuts accept 101 bob pw-bob", sender="bob@example.org"))
-    assert ("You took up Honeydonuts board 101: it counts for you now (it is rated, and your "
+    assert ("You took up Honey Donuts board 101: it counts for you now (it is rated, and your "
             "clock can run out on it). Your opponent's offer or request on it is not answered "
             "by this: answer it with the move \"accept\" or \"reject\".") in text
     with db.transaction() as s:

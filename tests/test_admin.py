@@ -104,7 +104,7 @@ def test_abandon_mails_everyone_and_rates_nobody(mailer: Mailer, settings: Setti
     mails = outbox(db)[before:]
     assert sorted(m.to_addr for m in mails) == ["alice@example.org", "bob@example.org",
                                                 "carol@example.org"]
-    assert {m.subject for m in mails} == {"Honeydonuts Board 101 Game over"}
+    assert {m.subject for m in mails} == {"Honey Donuts Board 101 Game over"}
     check_mail_shape(mails)
     with db.reading() as s:
         board = s.scalar(select(Board))
@@ -149,7 +149,7 @@ def test_adjudicate_gives_a_rated_result(mailer: Mailer, settings: Settings,
         assert board is not None and board.termination is Termination.ADJUDICATION
         assert board.winner == 1 and len(s.scalars(select(BoardRating)).all()) == 2
     shown = cli(settings, "boards", "show", "honeydonuts", "101")
-    assert shown.exit_code == 0 and "Summary of Honeydonuts Board 101" in shown.output
+    assert shown.exit_code == 0 and "Summary of Honey Donuts Board 101" in shown.output
 
 
 def test_adjudicate_a_draw(mailer: Mailer, settings: Settings, db: Database) -> None:

@@ -47,8 +47,8 @@ def bob_reply(mailer: Mailer, address: str | None, first_line: str,
     attribution, the quoted board mail and his signature."""
     assert address is not None
     body = (f"{first_line}\n{rest}\nOn Tue, 24 Nov 2026 at 10:02, pbmserv wrote:\n"
-            "> Summary of Honeydonuts Board 101\n> alice has offered...\n-- \nBob\n")
-    return mailer.send("Re: Honeydonuts Board 101 alice **", body, sender="bob@example.org",
+            "> Summary of Honey Donuts Board 101\n> alice has offered...\n-- \nBob\n")
+    return mailer.send("Re: Honey Donuts Board 101 alice **", body, sender="bob@example.org",
                        To=address)
 
 
@@ -75,17 +75,17 @@ def test_a_draw_offered_on_ones_own_turn_is_accepted_by_reply(mailer: Mailer,
     out = bob_reply(mailer, offer.reply_to, "accept", "Fair enough, a draw it is.\n")
     assert out[0].to_addr == "bob@example.org"
     assert out[0].body.startswith("> (your reply) accept\nYou accepted the offer to end "
-                                  "Honeydonuts board 101: the game is over.\n")
+                                  "Honey Donuts board 101: the game is over.\n")
     assert out[0].reply_to is None  # the game is over: nothing to answer
     to_alice = to(out, "alice@example.org")
     assert "bob writes:\n  Fair enough, a draw it is.\n" in to_alice.body
-    assert "Summary of Honeydonuts Board 101\n> " not in to_alice.body
+    assert "Summary of Honey Donuts Board 101\n> " not in to_alice.body
     assert "Bob\n" not in to_alice.body.split("bob writes:")[1]
     assert ply_and_request(db) == (0, None, True)
     # the same reply again: the game is over, and the reply says so
     again = bob_reply(mailer, offer.reply_to, "accept")
     assert again[0].body.startswith("> (your reply) accept\n"
-                                    "ERROR: Honeydonuts board 101 is over\n")
+                                    "ERROR: Honey Donuts board 101 is over\n")
 
 
 def test_reject_and_decline_by_reply_then_the_address_is_stale(mailer: Mailer,
@@ -94,7 +94,7 @@ def test_reject_and_decline_by_reply_then_the_address_is_stale(mailer: Mailer,
     offer = to(mailer.send(f"{ALICE} propose"), "bob@example.org")
     out = bob_reply(mailer, offer.reply_to, "decline", "Not yet!\n")
     assert out[0].body.startswith("> (your reply) decline\n"
-                                  "You said no on Honeydonuts board 101; play goes on as "
+                                  "You said no on Honey Donuts board 101; play goes on as "
                                   "before.\n")
     assert "bob rejected your request to end the game by agreement; play goes on." in flat(
         to(out, "alice@example.org").body)
@@ -102,10 +102,10 @@ def test_reject_and_decline_by_reply_then_the_address_is_stale(mailer: Mailer,
     stale = bob_reply(mailer, offer.reply_to, "reject")
     assert flat(stale[0].body).startswith(
         "> (your reply) reject ERROR: this reply address was for your answer to alice's "
-        "offer to end the game by agreement on Honeydonuts board 101, and that is no "
+        "offer to end the game by agreement on Honey Donuts board 101, and that is no "
         "longer open: it was answered, or it lapsed when a move was played. Nothing was "
         "changed; the board as it stands is below")
-    assert "Summary of Honeydonuts Board 101" in stale[0].body
+    assert "Summary of Honey Donuts Board 101" in stale[0].body
     # offered again at the same move: the old address does not answer the new offer
     again = to(mailer.send(f"{ALICE} propose"), "bob@example.org")
     assert again.reply_to != offer.reply_to
@@ -139,7 +139,7 @@ def test_an_offer_on_the_opponents_turn_is_answered_through_the_move_address(
     assert MOVE_LINE in flat(offer.body) and ANSWER_DRAW not in flat(offer.body)
     out = bob_reply(mailer, offer.reply_to, "e1-e2", "Play on.\n")
     assert out[0].body.startswith("> (your reply) e1-e2\n"
-                                  "Your move e1-e2 on Honeydonuts board 101 has been played.")
+                                  "Your move e1-e2 on Honey Donuts board 101 has been played.")
     assert "Your request to end the game by agreement lapsed: bob played a move instead " \
         "of answering it." in flat(to(out, "alice@example.org").body)
     assert ply_and_request(db) == (2, None, False)
@@ -156,7 +156,7 @@ def test_an_undo_asked_on_ones_own_turn_is_granted_by_reply(mailer: Mailer,
     assert ANSWER_UNDO in flat(request.body)
     out = bob_reply(mailer, request.reply_to, "accept#3", "Go ahead.\n")
     assert out[0].body.startswith("> (your reply) accept#3\nYou accepted the request to "
-                                  "take back a move on Honeydonuts board 101.\n")
+                                  "take back a move on Honey Donuts board 101.\n")
     assert "bob writes:\n  Go ahead.\n" in to(out, "alice@example.org").body
     with db.transaction() as s:
         assert list(s.scalars(select(Move.notation))) == []
@@ -169,7 +169,7 @@ def test_an_undo_asked_on_the_opponents_turn_by_reply(mailer: Mailer, db: Databa
     request = to(mailer.send(f"{ALICE} undo"), "bob@example.org")
     assert MOVE_LINE in flat(request.body)  # bob is to move: his move's address
     out = bob_reply(mailer, request.reply_to, "reject")
-    assert "You said no on Honeydonuts board 101; play goes on as before." in out[0].body
+    assert "You said no on Honey Donuts board 101; play goes on as before." in out[0].body
     assert ply_and_request(db) == (1, None, False)
     # asked again; granted through the address of the newest mail
     request = to(mailer.send(f"{ALICE} undo"), "bob@example.org")
@@ -191,7 +191,7 @@ def test_an_undo_that_lapsed_leaves_a_stale_address(mailer: Mailer, db: Database
     out = bob_reply(mailer, request.reply_to, "accept")
     assert flat(out[0].body).startswith(
         "> (your reply) accept ERROR: this reply address was for your answer to alice's "
-        "request to take back a move on Honeydonuts board 101, and that is no longer open")
+        "request to take back a move on Honey Donuts board 101, and that is no longer open")
     assert ply_and_request(db) == (3, None, False)
 
 
@@ -208,7 +208,7 @@ def test_an_address_the_board_moved_past_points_to_the_newest_mail(
         "of the newest board mail, or with the whole command" in flat(out[0].body)
     assert ply_and_request(db) == (1, "draw", False)
     out = bob_reply(mailer, newest.reply_to, "accept")
-    assert "You accepted the offer to end Honeydonuts board 101: the game is over." in \
+    assert "You accepted the offer to end Honey Donuts board 101: the game is over." in \
         out[0].body
     assert ply_and_request(db) == (1, None, True)
 
@@ -219,7 +219,7 @@ def test_the_reply_to_the_answerers_own_command_carries_the_address(mailer: Mail
     shown = mailer.send("honeydonuts show 101", sender="bob@example.org")[0]
     assert ANSWER_DRAW in flat(shown.body) and shown.reply_to is not None
     out = bob_reply(mailer, shown.reply_to, "accept")
-    assert "You accepted the offer to end Honeydonuts board 101: the game is over." in \
+    assert "You accepted the offer to end Honey Donuts board 101: the game is over." in \
         out[0].body
 
 
@@ -251,5 +251,5 @@ def test_a_draw_accepted_by_reply_without_sub_addresses(db: Database,
     out = mailer.send(f"Re: {offer.subject}", "accept\nFair enough.\n",
                       sender="bob@example.org", To="pbmserv@localhost")
     assert out[0].body.startswith("> (your reply) accept\nYou accepted the offer to end "
-                                  "Honeydonuts board 101: the game is over.\n")
+                                  "Honey Donuts board 101: the game is over.\n")
     assert ply_and_request(db)[2]

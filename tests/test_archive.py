@@ -58,7 +58,7 @@ def play_some_games(mailer: Mailer, db: Database, settings: Settings) -> None:
     mailer.reply("hexamoeba challenge alice carol")
     say(mailer, "alice", "hexamoeba move 101 alice {pw} c2-d2")
     say(mailer, "carol", "hexamoeba accept 101 carol {pw}")  # so she can lose it on time
-    # a round robin of Honeydonuts: three boards, all resigned
+    # a round robin of Honey Donuts: three boards, all resigned
     say(mailer, "alice", "tournament create Cup honeydonuts alice {pw} -roundrobin")
     say(mailer, "bob", "tournament join Cup bob {pw}")
     say(mailer, "carol", "tournament join Cup carol {pw}")

@@ -118,7 +118,7 @@ def test_a_bot_that_moves_first_starts_at_once(mailer: Mailer, db: Database,
         mail = s.scalar(select(OutboxMessage).where(OutboxMessage.to_addr == "alice@example.org")
                         .order_by(OutboxMessage.id.desc()).limit(1))
         assert mail is not None
-    assert mail.subject == "Honeydonuts Board 101 alice"
+    assert mail.subject == "Honey Donuts Board 101 alice"
     assert "It is alice's turn (Blue), move 2." in flat(mail.body), mail.body
 
 

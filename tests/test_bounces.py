@@ -207,8 +207,8 @@ def test_three_bounces_of_three_forms_stop_mail_until_the_player_writes(
         "Recipient; 3 of 3 bounces, no longer mailed")
     # alice waits for bob's move on board 101: she is told why he may be silent
     assert [(m.to_addr, m.subject) for m in out] == [
-        ("alice@example.org", "Honeydonuts Board 101: mail to bob bounces")]
-    assert "may not know that Honeydonuts board 101 waits for their move" in \
+        ("alice@example.org", "Honey Donuts Board 101: mail to bob bounces")]
+    assert "may not know that Honey Donuts board 101 waits for their move" in \
         " ".join(out[0].body.split())
     with db.reading() as s:
         assert s.get(MailSuspension, "bob@example.org") is not None

@@ -88,14 +88,14 @@ def test_list_is_paged_by_board_number_and_folds_repeated_games(
     boards(db, 60)  # boards 101 to 160
     text = mailer.reply("list honeydonuts honeydonuts HONEYDONUTS honeydonuts")
     lines = text.splitlines()
-    assert text.count("Honeydonuts boards") == 1
-    assert lines[1] == "Honeydonuts boards, the newest first:"
+    assert text.count("Honey Donuts boards") == 1
+    assert lines[1] == "Honey Donuts boards, the newest first:"
     assert lines[2].split()[:4] == ["160", "alice", "vs", "bob:"]
     assert lines[51].split()[0] == "111" and lines[52] == (
         "  (50 shown; the next 50: list honeydonuts before 111)")
     text = mailer.reply("list honeydonuts before 111")
     lines = text.splitlines()
-    assert lines[1] == "Honeydonuts boards numbered below 111, the newest first:"
+    assert lines[1] == "Honey Donuts boards numbered below 111, the newest first:"
     assert [line.split()[0] for line in lines[2:12]] == [str(n) for n in range(110, 100, -1)]
     assert lines[12] == ""  # and no pointer to a next page: there is none
     assert "ERROR: 'before' takes a board number" in mailer.reply("list honeydonuts before x")
@@ -125,7 +125,7 @@ def test_a_players_boards_are_listed_fifty_at_most(mailer: Mailer, db: Database)
     mailer.signup("alice", "bob")
     boards(db, 60)
     lines = mailer.reply("honeydonuts games alice all").splitlines()
-    assert lines[1] == "Honeydonuts boards of alice (all):"
+    assert lines[1] == "Honey Donuts boards of alice (all):"
     numbers = [line.split()[0] for line in lines[2:52]]
     assert numbers == [str(n) for n in range(111, 161)]  # the newest fifty, in order
     note = " ".join(" ".join(lines[52:]).split(" --")[0].split())

@@ -112,7 +112,7 @@ def test_admin_listings(settings: Settings, mailer: Mailer) -> None:
     assert "honeydonuts 101  alice vs bob  [0 moves] It is alice's turn (Red), move 1." in out
     assert "alice" in run("users", "list", env=env_for(settings)).output
     assert "done" in run("inbox", "list", env=env_for(settings)).output
-    assert "New Honeydonuts Board 101" in run("outbox", "list", env=env_for(settings)).output
+    assert "New Honey Donuts Board 101" in run("outbox", "list", env=env_for(settings)).output
 
 
 @pytest.mark.parametrize("command", [("db", "upgrade"), ("work",)])

@@ -80,10 +80,10 @@ def test_nags_then_loss_on_time(mailer: Mailer, db: Database, settings: Settings
     assert clock_mails(db, settings) == []
     time_passes(db, 0.2)
     [nag] = clock_mails(db, settings)
-    assert nag.to_addr == "bob@example.org" and nag.subject == "Nag: Honeydonuts Board 101 bob"
+    assert nag.to_addr == "bob@example.org" and nag.subject == "Nag: Honey Donuts Board 101 bob"
     text = flat(nag.body)
     assert "you have not moved for 7 days" in text and "after 21 days, you lose" in text
-    assert "Summary of Honeydonuts Board 101" in text
+    assert "Summary of Honey Donuts Board 101" in text
     # the board drawn in the HTML part, as in every board mail
     assert nag.html_body is not None and "<table" in nag.html_body
     assert "you have not moved for 7 days" in " ".join(nag.html_body.split())
@@ -94,7 +94,7 @@ def test_nags_then_loss_on_time(mailer: Mailer, db: Database, settings: Settings
     time_passes(db, 7)
     out = clock_mails(db, settings)
     assert sorted(m.to_addr for m in out) == ["alice@example.org", "bob@example.org"]
-    assert all(m.subject == "Honeydonuts Board 101 Game over" for m in out)
+    assert all(m.subject == "Honey Donuts Board 101 Game over" for m in out)
     assert "Game won by alice (Red): bob did not move for 21 days." in flat(out[0].body)
     ended = board(db)
     assert ended.finished and ended.termination == "time" and ended.clock_due_at is None
@@ -128,7 +128,7 @@ def test_a_move_restarts_the_clock(mailer: Mailer, db: Database, settings: Setti
     assert clock_mails(db, settings) == []
     time_passes(db, 1.1)
     [nag] = clock_mails(db, settings)
-    assert nag.subject == "Nag: Honeydonuts Board 101 alice"
+    assert nag.subject == "Nag: Honey Donuts Board 101 alice"
 
 
 def test_clock_times_set_in_the_challenge(mailer: Mailer, db: Database,
@@ -137,9 +137,9 @@ def test_clock_times_set_in_the_challenge(mailer: Mailer, db: Database,
     assert "a reminder after 3 days without a move, lost on time after 7" in flat(
         mailer.reply("honeydonuts show 101"))
     time_passes(db, 3.1)
-    assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Honeydonuts Board 101 bob"]
+    assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Honey Donuts Board 101 bob"]
     time_passes(db, 3)
-    assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Honeydonuts Board 101 bob"]
+    assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Honey Donuts Board 101 bob"]
     time_passes(db, 1)
     assert len(clock_mails(db, settings)) == 2 and board(db).finished
     # a challenge's clock has a floor: anyone may send one, in anyone's name
@@ -180,7 +180,7 @@ def test_vacation_allowance_and_ending_early(mailer: Mailer, db: Database,
     assert "bob is not on vacation" in text and "has 28 of 30 vacation days left" in text
     assert "bob is not on vacation" in mailer.reply("vacation bob pw-bob off")
     time_passes(db, 7.1)  # the clock runs again from the early end
-    assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Honeydonuts Board 101 bob"]
+    assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Honey Donuts Board 101 bob"]
 
 
 def test_a_crash_between_the_nag_and_its_mail_loses_and_repeats_nothing(
@@ -198,7 +198,7 @@ def test_a_crash_between_the_nag_and_its_mail_loses_and_repeats_nothing(
     assert board(db).nags_sent == 0  # the decision was rolled back with the mail
     assert clock_mails(db, settings) == []  # the board is put off for an hour
     time_passes(db, RETRY_AFTER / timedelta(days=1))
-    assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Honeydonuts Board 101 bob"]
+    assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Honey Donuts Board 101 bob"]
     assert clock_mails(db, settings) == []
 
 
@@ -300,7 +300,7 @@ def test_work_runs_the_clock(mailer: Mailer, db: Database, settings: Settings) -
     result = CliRunner().invoke(main, ["work"], env=env)
     assert result.exit_code == 0, result.output
     subjects = [m["Subject"] for m in read_maildir(settings.maildir)]
-    assert "Nag: Honeydonuts Board 101 bob" in subjects
+    assert "Nag: Honey Donuts Board 101 bob" in subjects
 
 
 def test_serve_runs_the_clock(mailer: Mailer, db: Database, settings: Settings) -> None:
@@ -311,12 +311,12 @@ def test_serve_runs_the_clock(mailer: Mailer, db: Database, settings: Settings) 
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            if any(m["Subject"] == "Nag: Honeydonuts Board 101 bob"
+            if any(m["Subject"] == "Nag: Honey Donuts Board 101 bob"
                    for m in read_maildir(settings.maildir)):
                 break
             time.sleep(0.05)
     finally:
         server.stop()
     nags = [m for m in read_maildir(settings.maildir)
-            if m["Subject"] == "Nag: Honeydonuts Board 101 bob"]
+            if m["Subject"] == "Nag: Honey Donuts Board 101 bob"]
     assert len(nags) == 1

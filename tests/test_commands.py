@@ -101,11 +101,11 @@ def test_challenge_starts_board_and_mails_both_players(mailer: Mailer) -> None:
     out = mailer.send("honeydonuts challenge alice bob", sender="carol@example.org")
     assert [m.to_addr for m in out] == ["carol@example.org", "alice@example.org",
                                         "bob@example.org"]
-    assert out[1].subject == "New Honeydonuts Board 101 alice"
+    assert out[1].subject == "New Honey Donuts Board 101 alice"
     assert "It is alice's turn (Red), move 1." in out[1].body
     assert "A new board has been started." in out[1].body
     second = mailer.send("honeydonuts chall bob alice -SIMPLE")
-    assert second[0].subject == "New Honeydonuts Board 102 bob"
+    assert second[0].subject == "New Honey Donuts Board 102 bob"
     assert "Options: -simple" in second[0].body
 
 
@@ -124,19 +124,19 @@ def test_move_flow_with_comment_and_move_numbers(mailer: Mailer) -> None:
     start_game(mailer)
     out = mailer.send("honeydonuts move 101 alice pw-alice a2-a3#1", "Your move!\n\n-- \nsig")
     reply, board_mail = out
-    assert reply.to_addr == "alice@example.org" and reply.subject == "Honeydonuts Board 101 bob"
-    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in reply.body
+    assert reply.to_addr == "alice@example.org" and reply.subject == "Honey Donuts Board 101 bob"
+    assert "Your move a1-a2 on Honey Donuts board 101 has been played." in reply.body
     assert board_mail.to_addr == "bob@example.org"
-    assert board_mail.subject == "Honeydonuts Board 101 bob **"
+    assert board_mail.subject == "Honey Donuts Board 101 bob **"
     assert "alice writes:\n  Your move!" in board_mail.body and "sig" not in board_mail.body
     assert "1. a1-a2" in board_mail.body
     stale = mailer.reply("honeydonuts move 101 bob pw-bob e1-e2#1", sender="bob@example.org")
     assert "this would be move 2 of board 101, not move 1" in stale
-    assert "Honeydonuts Board 101" in stale  # the board comes with the error
+    assert "Honey Donuts Board 101" in stale  # the board comes with the error
     early = mailer.reply("honeydonuts move 101 alice pw-alice a1-a2")
     assert "it is bob's turn, not yours" in early
     out = mailer.send("honeydonuts board 101 bob pw-bob e1-e2#2", sender="bob@example.org")
-    assert out[0].subject == "Honeydonuts Board 101 alice"
+    assert out[0].subject == "Honey Donuts Board 101 alice"
     assert "1. a1-a2             e1-e2" in out[0].body
 
 
@@ -144,9 +144,9 @@ def test_illegal_move_says_why_and_changes_nothing(mailer: Mailer, db: Database)
     start_game(mailer)
     out = mailer.send("honeydonuts move 101 alice pw-alice b2-a2")
     assert len(out) == 1  # no board mail
-    assert out[0].subject == "Honeydonuts Board 101 Error"
+    assert out[0].subject == "Honey Donuts Board 101 Error"
     assert "b2-a2 is not possible here: that move would push your own King" in out[0].body
-    assert ('Honeydonuts moves are written like a1-a2; "honeydonuts moves 101" lists every '
+    assert ('Honey Donuts moves are written like a1-a2; "honeydonuts moves 101" lists every '
             "legal move.") in out[0].body.replace("\n", " ")
     assert "> honeydonuts move 101 alice ***** b2-a2" in out[0].body
     assert "wrong" not in out[0].body
@@ -171,7 +171,7 @@ def test_outsider_and_unknown_board(mailer: Mailer) -> None:
 def test_resign_as_command_and_as_move(mailer: Mailer) -> None:
     start_game(mailer)
     out = mailer.send("honeydonuts resign 101 alice pw-alice")
-    assert out[0].subject == "Honeydonuts Board 101 Game over"
+    assert out[0].subject == "Honey Donuts Board 101 Game over"
     assert "Game won by bob (Blue): alice resigned." in out[1].body
     assert "is over" in mailer.reply("honeydonuts move 101 bob pw-bob e1-e2")
     mailer.reply("honeydonuts challenge alice bob")
@@ -184,7 +184,7 @@ def test_winning_move_ends_the_game(mailer: Mailer) -> None:
     mailer.reply("honeydonuts move 101 alice pw-alice a1-b1")
     mailer.reply("honeydonuts move 101 bob pw-bob c5-d4")
     out = mailer.send("honeydonuts move 101 alice pw-alice b1-c2")  # row b1..e2: e2 falls
-    assert out[0].subject == "Honeydonuts Board 101 Game over"
+    assert out[0].subject == "Honey Donuts Board 101 Game over"
     assert "Game won by alice (Red): Blue's King was pushed off the board." in out[1].body
     assert "To move:" not in out[1].body
     assert "There are no moves to make." in mailer.reply("honeydonuts moves 101")
@@ -194,15 +194,15 @@ def test_show_games_preview_moves(mailer: Mailer) -> None:
     start_game(mailer)
     mailer.reply("honeydonuts move 101 alice pw-alice a1-a2")
     shown = mailer.reply("honeydonuts show 101")
-    assert "Summary of Honeydonuts Board 101" in shown and "1. a1-a2" in shown
+    assert "Summary of Honey Donuts Board 101" in shown and "1. a1-a2" in shown
     at0 = mailer.reply("honeydonuts show 101#0")
     assert at0.startswith("> honeydonuts show 101#0\n"
-        "Honeydonuts Board 101 at the start, before move 1 (1 move has been played\n"
+        "Honey Donuts Board 101 at the start, before move 1 (1 move has been played\n"
         "since; \"honeydonuts show 101\" shows it now):\n")
     assert "a  r   R   r  a" in at0
     at1 = mailer.reply("honeydonuts show 101#1")
     assert at1.startswith("> honeydonuts show 101#1\n"
-                          "Honeydonuts Board 101 after move 1, the last move so far:\n")
+                          "Honey Donuts Board 101 after move 1, the last move so far:\n")
     assert "board 101 has moves 1 to 1; there is no #5" in mailer.reply("honeydonuts show 101#5")
     games = mailer.reply("honeydonuts games bob next")
     assert "101   alice vs bob: It is bob's turn (Blue), move 2." in games
@@ -215,7 +215,7 @@ def test_show_games_preview_moves(mailer: Mailer) -> None:
     assert "12 legal moves:" in legal and "e1-e2" in legal
     listing = mailer.reply("list honeydonuts")
     assert "101   alice vs bob: It is bob's turn" in listing
-    assert "honeydonuts   Honeydonuts, 1 board in play" in mailer.reply("list")
+    assert "honeydonuts   Honey Donuts, 1 board in play" in mailer.reply("list")
 
 
 def test_multiple_runs_every_line_with_one_reply(mailer: Mailer) -> None:
@@ -296,7 +296,7 @@ def test_offer_to_end_the_game(mailer: Mailer) -> None:
     mailer.reply("honeydonuts move 101 bob pw-bob propose")
     text = mailer.reply("honeydonuts move 101 alice pw-alice accept#3")
     assert "Game drawn: ended by agreement." in text
-    assert "You accepted the offer to end Honeydonuts board 101: the game is over." in text
+    assert "You accepted the offer to end Honey Donuts board 101: the game is over." in text
 
 
 def test_hexamoeba_by_mail_ends_by_agreement_with_counts(mailer: Mailer) -> None:

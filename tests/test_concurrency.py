@@ -92,7 +92,7 @@ def test_postgres_whole_game(pg_url: str, tmp_path: Path) -> None:
     mailer.reply("honeydonuts move 101 bob pw-bob c5-d4#2")
     text = mailer.reply("honeydonuts move 101 alice pw-alice b1-c2#3")
     assert "Game won by alice (Red): Blue's King was pushed off the board." in text
-    assert "honeydonuts   Honeydonuts, 0 boards in play" in mailer.reply("list")
+    assert "honeydonuts   Honey Donuts, 0 boards in play" in mailer.reply("list")
     db.dispose()
 
 

@@ -35,7 +35,7 @@ def start(mailer: Mailer) -> OutboxMessage:
 
 
 def by_reply(mailer: Mailer, to: str, move: str, sender: str = "alice@example.org") -> str:
-    out = mailer.send("Re: New Honeydonuts Board 101 alice", f"{move}\n", sender=sender, To=to)
+    out = mailer.send("Re: New Honey Donuts Board 101 alice", f"{move}\n", sender=sender, To=to)
     return next(m for m in out if m.in_reply_to).body
 
 
@@ -60,7 +60,7 @@ def test_a_stranger_cannot_keep_a_player_from_moving_or_recovering(
     # alice's own password is paused now, for anyone...
     assert PAUSED in flat(mailer.reply("honeydonuts move 101 alice pw-alice a1-b1"))
     # ...but her reply address still plays her move
-    assert "Your move a1-b1 on Honeydonuts board 101" in flat(
+    assert "Your move a1-b1 on Honey Donuts board 101" in flat(
         by_reply(mailer, board_mail.reply_to, "a1-b1"))
     # and a reset code still works, the new password at once
     code, to = code_for(mailer, db, "alice", "alice@example.org")

@@ -72,9 +72,9 @@ def test_a_digest_instead_of_a_mail_per_move(mailer: Mailer, db: Database,
     assert mail.subject == "pbmserv digest: 3 boards wait for your move"
     body = flat(mail.body)
     for number, move in ((101, "a1-a2"), (102, "a1-b1"), (103, "a1-a2")):
-        assert f"Honeydonuts board {number}: your move, #2." in body
+        assert f"Honey Donuts board {number}: your move, #2." in body
         assert f"bob played {move} bob writes: Board {number}!" in body
-    assert body.count("Summary of Honeydonuts Board") == 3
+    assert body.count("Summary of Honey Donuts Board") == 3
     # never twice: the next digest starts after what this one covered
     before = last_id(db)
     assert run_digests(db, settings) == 0

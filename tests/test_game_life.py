@@ -221,7 +221,7 @@ def test_spectators_get_every_board_mail(mailer: Mailer) -> None:
         "honeydonuts subscribe 101 bob pw-bob")
     out = move(mailer, "alice", "a1-a2", body="Hello, audience")
     watching = to(out, "carol")
-    assert watching.subject == "Honeydonuts Board 101 bob **"
+    assert watching.subject == "Honey Donuts Board 101 bob **"
     assert "Watching: carol" in watching.body and "alice writes:" in watching.body
     assert "Watching: carol" in to(out, "bob").body
     mailer.reply("honeydonuts unsubscribe 101 carol pw-carol")
@@ -249,7 +249,7 @@ def test_notify_tells_of_every_finished_board(mailer: Mailer) -> None:
     out = mailer.send("honeydonuts resign 101 bob pw-bob", "Well played.",
                       sender="bob@example.org")
     told = to(out, "dave")
-    assert told.subject == "Honeydonuts Board 101 Game over **"
+    assert told.subject == "Honey Donuts Board 101 Game over **"
     assert "Game won by alice (Red): bob resigned." in flat(told.body)
     assert "bob writes: Well played." in flat(told.body)
     assert "bob writes: Well played." in flat(to(out, "alice").body)
@@ -265,8 +265,8 @@ def test_chat_reaches_players_and_subscribers(mailer: Mailer) -> None:
     assert "has been sent" in out[0].body
     for uid in ("bob", "carol"):
         chat = to(out, uid)
-        assert chat.subject == "Honeydonuts Board 101 chat from alice"
-        assert "alice writes on Honeydonuts board 101:" in chat.body
+        assert chat.subject == "Honey Donuts Board 101 chat from alice"
+        assert "alice writes on Honey Donuts board 101:" in chat.body
         assert "Good luck to us both!" in chat.body and "SIGNATURE" not in chat.body
     assert "only the players and subscribers" in mailer.reply(
         "honeydonuts chat 101 eve pw-eve", "hi")
@@ -279,24 +279,24 @@ def test_players_say_whose_challenges_they_take(mailer: Mailer) -> None:
     assert "cannot play against themselves" in mailer.reply(
         "honeydonuts challenge alice alice")
     text = flat(mailer.reply("honeydonuts reject bob pw-bob all"))
-    assert "bob takes Honeydonuts challenges from no one." in text
+    assert "bob takes Honey Donuts challenges from no one." in text
     assert "bob does not take honeydonuts challenges from alice" in mailer.reply(
         "honeydonuts challenge alice bob")
     text = flat(mailer.reply("honeydonuts accept bob pw-bob alice"))
-    assert "bob takes Honeydonuts challenges from alice." in text
-    assert "New Honeydonuts Board 101" in mailer.send("honeydonuts challenge alice bob")[0].subject
+    assert "bob takes Honey Donuts challenges from alice." in text
+    assert "New Honey Donuts Board 101" in mailer.send("honeydonuts challenge alice bob")[0].subject
     assert "does not take honeydonuts challenges from carol" in mailer.reply(
         "honeydonuts challenge bob carol")
     mailer.reply("honeydonuts accept bob pw-bob all")
     text = flat(mailer.reply("honeydonuts limit bob pw-bob 1"))
-    assert "bob plays at most 1 Honeydonuts board at once (now 1)." in text
+    assert "bob plays at most 1 Honey Donuts board at once (now 1)." in text
     assert "bob plays 1 honeydonuts board(s) already" in mailer.reply(
         "honeydonuts challenge carol bob")
     assert "write it as a move: honeydonuts move 101 userid password reject" in flat(
         mailer.reply("honeydonuts reject 101 bob pw-bob"))
     # 'accept' with a board takes the board up; a second time it says how to answer
     # an offer instead
-    assert "You took up Honeydonuts board 101: it counts for you now" in flat(
+    assert "You took up Honey Donuts board 101: it counts for you now" in flat(
         mailer.reply("honeydonuts accept 101 bob pw-bob"))
     assert ("you took board 101 up already (" in flat(mailer.reply(
         "honeydonuts accept 101 bob pw-bob")))
@@ -322,7 +322,7 @@ def test_seek_join_and_list(mailer: Mailer) -> None:
             in listing)
     assert "cannot play against themselves" in mailer.reply("honeydonuts join 1 alice pw-alice")
     out = mailer.send("honeydonuts join 1 bob pw-bob", sender="bob@example.org")
-    assert out[0].subject == "New Honeydonuts Board 101 alice"
+    assert out[0].subject == "New Honey Donuts Board 101 alice"
     started = flat(to(out, "alice").body)
     assert "The board was started from open challenge (seek) 1." in started
     assert "Options: -simple" in started and "a reminder after 3 days" in started
@@ -358,14 +358,14 @@ def test_board_mail_says_which_move_is_next(mailer: Mailer) -> None:
 
 def test_reply_to_a_board_mail_with_its_subject_unchanged(mailer: Mailer) -> None:
     start(mailer)
-    text = flat(mailer.reply("Re: New Honeydonuts Board 101 alice", "thanks!"))
-    assert "This looks like a reply to a board mail of Honeydonuts board 101" in text
+    text = flat(mailer.reply("Re: New Honey Donuts Board 101 alice", "thanks!"))
+    assert "This looks like a reply to a board mail of Honey Donuts board 101" in text
     assert "honeydonuts move 101 <userid> <password> <move>#n" in text
-    assert "Summary of Honeydonuts Board 101" in text
-    out = mailer.send("Re: Honeydonuts Board 101 alice",
+    assert "Summary of Honey Donuts Board 101" in text
+    out = mailer.send("Re: Honey Donuts Board 101 alice",
                       "honeydonuts move 101 alice pw-alice a1-a2#1\nYour turn!\n\n"
-                      "On Monday, pbmserv wrote:\n> Summary of Honeydonuts Board 101")
-    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in out[0].body
+                      "On Monday, pbmserv wrote:\n> Summary of Honey Donuts Board 101")
+    assert "Your move a1-a2 on Honey Donuts board 101 has been played." in out[0].body
     assert "alice writes:\n  Your turn!" in to(out, "bob").body
     assert "Summary" not in to(out, "bob").body.split("alice writes:")[1]
 

@@ -37,7 +37,7 @@ def test_board_mail_has_an_html_part(mailer: Mailer, settings: Settings) -> None
     assert text is not None and html is not None
     assert text.get_content() == row.body  # the text part is the canonical form
     page = html.get_content()
-    assert "<table" in page and "Summary of Honeydonuts Board 101" in page
+    assert "<table" in page and "Summary of Honey Donuts Board 101" in page
     assert "<script" not in page and "<svg" not in page and "http" not in page.lower()
     assert "<style" not in page and 'style="' in page  # the CSS is inlined
     assert "Look &lt;b&gt;here&lt;/b&gt; &amp; there" in page  # the comment escaped

@@ -259,6 +259,6 @@ def test_a_game_by_reply_through_a_mailbox_without_sub_addresses(
 
     wait_for(lambda: bool(played()), lambda: "no answer to the reply:\n" + served.text())
     [answer] = played()
-    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in answer
+    assert "Your move a1-a2 on Honey Donuts board 101 has been played." in answer
     wait_for(lambda: any("Have fun!" in text_of(m) for m in mails_to(sink, "bob@example.org")),
              lambda: "bob was not told of the move:\n" + served.text())

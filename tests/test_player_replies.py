@@ -152,7 +152,7 @@ def test_the_digest_tells_offers_answers_and_cleared_queues(mailer: Mailer, db: 
         "Your digest, alice: 1 board waits for your move since the last digest.\n"
         "\n"
         "----------------------------------------------------------------------------\n"
-        "Honeydonuts board 101: your move, #4.\n"
+        "Honey Donuts board 101: your move, #4.\n"
         "Since the last digest:\n"
         "  bob played a1-a2\n"
         "  alice played e3-d3\n"
@@ -196,7 +196,7 @@ def test_no_digest_when_nothing_waits_and_nothing_new(mailer: Mailer, db: Databa
         "Your digest, alice: 1 game of yours ended, and no board waits for your move\n"
         "since the last digest.\n"
         "\n"
-        "Ended: Honeydonuts board 101. Game won by alice (Red): bob resigned.\n"
+        "Ended: Honey Donuts board 101. Game won by alice (Red): bob resigned.\n"
         "Since the last digest:\n"
         "    bob writes:\n"
         "      Well played.\n")
@@ -281,14 +281,14 @@ def test_mail_for_watchers_and_notify_says_why_and_how_to_stop(mailer: Mailer) -
     out = mailer.send("honeydonuts resign 101 alice pw-alice")
     mails = {m.to_addr: m.body for m in out}
     assert mails["carol@example.org"].endswith(
-        "\n\nYou get this mail because you watch Honeydonuts board 101; \"honeydonuts\n"
+        "\n\nYou get this mail because you watch Honey Donuts board 101; \"honeydonuts\n"
         "unsubscribe 101 carol <password>\" stops it.\n")
     assert mails["dave@example.org"].endswith(
-        "\n\nYou get this mail because you asked to hear of every finished Honeydonuts\n"
+        "\n\nYou get this mail because you asked to hear of every finished Honey Donuts\n"
         "game; \"honeydonuts notify dave <password> off\" stops it.\n")
     assert "You get this mail" not in mails["bob@example.org"]
     html = {m.to_addr: m.html_body or "" for m in out}
-    assert "you asked to hear of every finished Honeydonuts" in flat(html["dave@example.org"])
+    assert "you asked to hear of every finished Honey Donuts" in flat(html["dave@example.org"])
     # a watcher is told so also when the mover's own copy is the reply
     mailer.reply("honeydonuts challenge alice bob")
     mailer.reply("honeydonuts subscribe 102 carol pw-carol", sender="carol@example.org")
@@ -296,7 +296,7 @@ def test_mail_for_watchers_and_notify_says_why_and_how_to_stop(mailer: Mailer) -
     out = mailer.send("honeydonuts move 102 alice pw-alice a1-a2")
     [watched] = [m.body for m in out if m.to_addr == "carol@example.org"]
     assert watched.endswith(
-        "\n\nYou get this mail because you watch Honeydonuts board 102; \"honeydonuts\n"
+        "\n\nYou get this mail because you watch Honey Donuts board 102; \"honeydonuts\n"
         "unsubscribe 102 carol <password>\" stops it.\n")
 
 
@@ -325,14 +325,15 @@ def test_a_record_by_mail_as_json_with_every_comment(mailer: Mailer) -> None:
     mailer.reply("honeydonuts move 101 bob pw-bob e1-e2", sender="bob@example.org")
     mailer.reply("honeydonuts resign 101 alice pw-alice", "Well played.")
     out = mailer.send("honeydonuts record 101 json")
-    assert out[0].subject == "Honeydonuts Board 101 record (JSON)"
+    assert out[0].subject == "Honey Donuts Board 101 record (JSON)"
     head, _, text = out[0].body.partition("-" * 76 + "\n")
     assert head == (
         "> honeydonuts record 101 json\n"
-        "The record of Honeydonuts Board 101 as JSON follows, from the line after the\n"
-        "dashes to the end of the mail's text: the same form as the administrator's\n"
-        "\"pbmserv export --format json\" writes, which \"pbmserv import\" reads back.\n"
-        "Save it as a file to keep it (a long comment stays on one line).\n")
+        "The record of Honey Donuts Board 101 as JSON follows, from the line after\n"
+        "the dashes to the end of the mail's text: the same form as the\n"
+        "administrator's \"pbmserv export --format json\" writes, which \"pbmserv\n"
+        "import\" reads back. Save it as a file to keep it (a long comment stays on\n"
+        "one line).\n")
     data = json.loads(text[:text.index("\n\n--\n")])
     assert data["format"] == "pbmserv-record" and data["result"] == "0-1"
     assert [m["comment"] for m in data["moves"]] == [
@@ -381,17 +382,17 @@ def test_replies_say_what_happened_and_what_comes_next(mailer: Mailer) -> None:
     start(mailer)
     assert mailer.reply("honeydonuts move 101 alice pw-alice a1-a2").startswith(
         "> honeydonuts move 101 alice ***** a1-a2\n"
-        "Your move a1-a2 on Honeydonuts board 101 has been played. Now it is bob's\n"
+        "Your move a1-a2 on Honey Donuts board 101 has been played. Now it is bob's\n"
         "turn; a board mail tells you when they have moved.\n")
     assert mailer.reply("honeydonuts resign 101 bob pw-bob", sender="bob@example.org"
                         ).startswith(
         "> honeydonuts resign 101 bob *****\n"
-        "You resigned Honeydonuts board 101: the game is over. \"honeydonuts record\n"
+        "You resigned Honey Donuts board 101: the game is over. \"honeydonuts record\n"
         "101\" mails its whole record.\n")
     mailer.reply("honeydonuts challenge alice bot1")
     assert mailer.reply("honeydonuts move 102 alice pw-alice a1-a2").startswith(
         "> honeydonuts move 102 alice ***** a1-a2\n"
-        "Your move a1-a2 on Honeydonuts board 102 has been played. Now it is bot1's\n"
+        "Your move a1-a2 on Honey Donuts board 102 has been played. Now it is bot1's\n"
         "turn: the bot's answer comes by mail within seconds.\n")
     mailer.reply("amoeba seek alice pw-alice")
     assert mailer.reply("amoeba unseek 1 alice pw-alice") == (

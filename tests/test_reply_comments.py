@@ -24,10 +24,10 @@ from pbmserv.service.archive import record_of
 from pbmserv.web import create_app
 from tests.conftest import Mailer
 
-SUBJECT = "Re: New Honeydonuts Board 101 alice"
-PLAYED = "Your move a1-a2 on Honeydonuts board 101 has been played."
+SUBJECT = "Re: New Honey Donuts Board 101 alice"
+PLAYED = "Your move a1-a2 on Honey Donuts board 101 has been played."
 # the board mail as a mail program quotes it, or copies it below the reply unquoted
-BOARD = ("Summary of Honeydonuts Board 101\n"
+BOARD = ("Summary of Honey Donuts Board 101\n"
          "Red: alice <alice@example.org>\n"
          "Blue: bob\n"
          "Alice, it is your move.\n")
@@ -54,7 +54,7 @@ def comment_seen(db: Database, out: list[OutboxMessage], expected: str) -> None:
         block = f"alice writes:\n{wrap(expected, 72, '  ')}\n"
         assert block in to_bob.body, to_bob.body
         tail = to_bob.body.split(block, 1)[1]
-        assert "writes:" not in tail and "Summary of Honeydonuts" not in tail
+        assert "writes:" not in tail and "Summary of Honey Donuts" not in tail
     else:
         assert "alice writes:" not in to_bob.body
     with db.transaction() as s:
@@ -143,7 +143,7 @@ def test_an_attribution_right_below_the_words(mailer: Mailer, db: Database) -> N
     """No blank line between the words and a wrapped attribution: the last own line
     stays, though the attribution's first line says no date or address."""
     to = start(mailer)
-    out = send_text(mailer, to, "a1-a2\nThanks\npbmserv via Honeydonuts <\n"
+    out = send_text(mailer, to, "a1-a2\nThanks\npbmserv via Honey Donuts <\n"
                                 "pbmserv@localhost> schrieb am So., 22. Nov. 2026:\n" + QUOTED)
     comment_seen(db, out, "Thanks")
 
@@ -151,7 +151,7 @@ def test_an_attribution_right_below_the_words(mailer: Mailer, db: Database) -> N
 HEADER_BLOCKS = {
     "outlook": "________________________________\nFrom: pbmserv <pbmserv@localhost>\n"
                "Sent: Sunday, November 22, 2026 6:02 PM\nTo: Alice <alice@example.org>\n"
-               "Subject: New Honeydonuts Board 101 alice",
+               "Subject: New Honey Donuts Board 101 alice",
     "outlook original message": "-----Original Message-----\nFrom: pbmserv "
                                 "[mailto:pbmserv@localhost]\nSent: Sunday, November 22, "
                                 "2026 6:02 PM\nTo: alice@example.org\nSubject: Board 101",
@@ -159,26 +159,26 @@ HEADER_BLOCKS = {
                     "November 22, 2026 6:02 PM\n*To:* alice@example.org\n*Subject:* Board",
     "german": "-----Ursprüngliche Nachricht-----\nVon: pbmserv <pbmserv@localhost>\n"
               "Gesendet: Sonntag, 22. November 2026 18:02\nAn: alice@example.org\n"
-              "Betreff: New Honeydonuts Board 101 alice",
+              "Betreff: New Honey Donuts Board 101 alice",
     "french": "De : pbmserv <pbmserv@localhost>\nEnvoyé : dimanche 22 novembre 2026 18:02\n"
-              "À : alice@example.org\nObjet : New Honeydonuts Board 101 alice",
+              "À : alice@example.org\nObjet : New Honey Donuts Board 101 alice",
     "french webmail": "-------- Message d'origine --------\nDe : pbmserv <pbmserv@localhost>\n"
                       "Date : 22/11/26 18:02 (GMT+01:00)\nÀ : alice@example.org",
     "dutch": "Van: pbmserv <pbmserv@localhost>\nVerzonden: zondag 22 november 2026 18:02\n"
-             "Aan: alice@example.org\nOnderwerp: New Honeydonuts Board 101 alice",
+             "Aan: alice@example.org\nOnderwerp: New Honey Donuts Board 101 alice",
     "italian": "Da: pbmserv <pbmserv@localhost>\nInviato: domenica 22 novembre 2026 18:02\n"
-               "A: alice@example.org\nOggetto: New Honeydonuts Board 101 alice",
+               "A: alice@example.org\nOggetto: New Honey Donuts Board 101 alice",
     "swedish": "Från: pbmserv <pbmserv@localhost>\nSkickat: den 22 november 2026 18:02\n"
-               "Till: alice@example.org\nÄmne: New Honeydonuts Board 101 alice",
+               "Till: alice@example.org\nÄmne: New Honey Donuts Board 101 alice",
     "spanish": "-----Mensaje original-----\nDe: pbmserv <pbmserv@localhost>\n"
                "Enviado: domingo, 22 de noviembre de 2026 18:02\nPara: alice@example.org\n"
-               "Asunto: New Honeydonuts Board 101 alice",
+               "Asunto: New Honey Donuts Board 101 alice",
     "chinese": "发件人: pbmserv <pbmserv@localhost>\n发送时间: 2026年11月22日 18:02\n"
-               "收件人: alice\n主题: New Honeydonuts Board 101 alice",
+               "收件人: alice\n主题: New Honey Donuts Board 101 alice",
     "outlook with blank lines": "From: pbmserv\n\nSent: Sunday, November 22, 2026\n\n"
                                 "To: alice\n\nSubject: Board 101",
     "forward": "---------- Forwarded message ---------\nFrom: pbmserv <pbmserv@localhost>\n"
-               "Date: Sun, Nov 22, 2026 at 6:02 PM\nSubject: New Honeydonuts Board 101",
+               "Date: Sun, Nov 22, 2026 at 6:02 PM\nSubject: New Honey Donuts Board 101",
 }
 
 
@@ -235,7 +235,7 @@ def test_a_board_quoted_with_bars(mailer: Mailer, db: Database) -> None:
 def test_an_answer_below_the_quote_and_between_its_parts(mailer: Mailer, db: Database) -> None:
     """Bottom posting and answers written between the quoted lines are the writer's."""
     to = start(mailer)
-    body = (f"{ATTRIBUTIONS['thunderbird']}\n> Summary of Honeydonuts Board 101\n\n"
+    body = (f"{ATTRIBUTIONS['thunderbird']}\n> Summary of Honey Donuts Board 101\n\n"
             "a1-a2\nThe corner is mine.\n\n> Alice, it is your move.\n\nIt was!\n")
     out = send_text(mailer, to, body)
     comment_seen(db, out, "The corner is mine.\n\nIt was!")
@@ -347,7 +347,7 @@ def test_an_html_reply_laid_out_in_its_source(mailer: Mailer, db: Database) -> N
 def test_an_html_reply_written_below_the_quote(mailer: Mailer, db: Database) -> None:
     """Thunderbird bottom posting in HTML: the quote is left out, the move below read."""
     to = start(mailer)
-    quote = HTML["thunderbird"].format(board="Summary of Honeydonuts Board 101")
+    quote = HTML["thunderbird"].format(board="Summary of Honey Donuts Board 101")
     msg = EmailMessage()
     msg["From"], msg["To"], msg["Subject"] = "alice@example.org", to, SUBJECT
     msg.set_content(f"<html><body>{quote}<p>a1-a2</p><p>Your turn!</p></body></html>",

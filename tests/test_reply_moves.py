@@ -37,8 +37,8 @@ def start(mailer: Mailer) -> OutboxMessage:
 
 def reply(mailer: Mailer, to: str, first_line: str, rest: str = "",
           sender: str = "alice@example.org",
-          subject: str = "Re: New Honeydonuts Board 101 alice") -> list[OutboxMessage]:
-    body = f"{first_line}\n{rest}\nOn Sunday, pbmserv wrote:\n> Summary of Honeydonuts...\n" \
+          subject: str = "Re: New Honey Donuts Board 101 alice") -> list[OutboxMessage]:
+    body = f"{first_line}\n{rest}\nOn Sunday, pbmserv wrote:\n> Summary of Honey Donuts...\n" \
            "-- \nAlice's signature\n"
     return mailer.send(subject, body, sender=sender, To=to)
 
@@ -60,11 +60,11 @@ def test_a_reply_plays_the_move_with_its_comment(mailer: Mailer, db: Database) -
     mail = start(mailer)
     assert mail.reply_to is not None
     out = reply(mailer, mail.reply_to, "a1-a2", "Good luck!\n")
-    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in out[0].body
+    assert "Your move a1-a2 on Honey Donuts board 101 has been played." in out[0].body
     assert out[0].body.startswith("> (your reply) a1-a2")
     [to_bob] = [m for m in out if m.to_addr == "bob@example.org"]
     assert "alice writes:\n  Good luck!" in to_bob.body
-    assert "signature" not in to_bob.body and "Summary of Honeydonuts...\n" not in to_bob.body
+    assert "signature" not in to_bob.body and "Summary of Honey Donuts...\n" not in to_bob.body
     assert to_bob.reply_to is not None and to_bob.reply_to != mail.reply_to
     # the same reply again (a mail sent twice) is refused like a wrong #n
     again = reply(mailer, mail.reply_to, "a1-b1")
@@ -87,10 +87,10 @@ def test_a_reply_written_below_the_quote(mailer: Mailer, db: Database,
     attribution line, the quoted board mail, then the move and a comment."""
     mail = start(mailer)
     assert mail.reply_to is not None
-    body = (f"{attribution}\n> Summary of Honeydonuts Board 101\n> Red: alice\n\n"
+    body = (f"{attribution}\n> Summary of Honey Donuts Board 101\n> Red: alice\n\n"
             "a1-a2\n\nYour turn!\n-- \nAlice\n")
-    out = mailer.send("Re: New Honeydonuts Board 101 alice", body, To=mail.reply_to)
-    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in out[0].body
+    out = mailer.send("Re: New Honey Donuts Board 101 alice", body, To=mail.reply_to)
+    assert "Your move a1-a2 on Honey Donuts board 101 has been played." in out[0].body
     [to_bob] = [m for m in out if m.to_addr == "bob@example.org"]
     assert "alice writes:\n  Your turn!" in to_bob.body and "Alice\n" not in to_bob.body
     with db.transaction() as s:
@@ -102,10 +102,10 @@ def test_a_move_right_above_the_attribution(mailer: Mailer, db: Database) -> Non
     wrapped attribution."""
     mail = start(mailer)
     assert mail.reply_to is not None
-    out = mailer.send("Re: New Honeydonuts Board 101 alice",
-                      "a1-a2\nOn Sunday, pbmserv wrote:\n> Summary of Honeydonuts\n",
+    out = mailer.send("Re: New Honey Donuts Board 101 alice",
+                      "a1-a2\nOn Sunday, pbmserv wrote:\n> Summary of Honey Donuts\n",
                       To=mail.reply_to)
-    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in out[0].body
+    assert "Your move a1-a2 on Honey Donuts board 101 has been played." in out[0].body
 
 
 def test_a_line_that_only_looks_like_an_attribution_is_no_move(mailer: Mailer) -> None:
@@ -113,7 +113,7 @@ def test_a_line_that_only_looks_like_an_attribution_is_no_move(mailer: Mailer) -
     assert mail.reply_to is not None
     # a "wrote:" line with no quote below is the player's own first line, not an
     # attribution to pass over: the move must be the first line, so nothing is played
-    out = mailer.send("Re: New Honeydonuts Board 101 alice", "As I wrote:\na1-a2\n",
+    out = mailer.send("Re: New Honey Donuts Board 101 alice", "As I wrote:\na1-a2\n",
                       To=mail.reply_to)
     assert "has been played" not in out[0].body
 
@@ -121,11 +121,11 @@ def test_a_line_that_only_looks_like_an_attribution_is_no_move(mailer: Mailer) -
 def test_a_reply_address_without_a_move_is_told_the_move_will_do(mailer: Mailer) -> None:
     mail = start(mailer)
     assert mail.reply_to is not None
-    out = mailer.send("Re: New Honeydonuts Board 101 alice", "Which move was that?\n",
+    out = mailer.send("Re: New Honey Donuts Board 101 alice", "Which move was that?\n",
                       To=mail.reply_to)
     text = flat(out[0].body)
     assert "your move alone will do: reply again with just the move (written like a1-a2)" in text
-    plain = flat(mailer.send("Re: New Honeydonuts Board 101 alice",
+    plain = flat(mailer.send("Re: New Honey Donuts Board 101 alice",
                              "Which move was that?\n")[0].body)
     assert "your move alone will do" not in plain
     assert "To move, write the command on the first line of the body" in plain
@@ -142,7 +142,7 @@ def test_an_address_from_before_the_takeback_count_is_still_good(
         secret = reply_tokens.server_secret(s, settings.secret)
     old = f"pbmserv+{payload}-{reply_tokens._mac(secret, payload)}@{domain}"
     out = reply(mailer, old, "a1-a2")
-    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in out[0].body
+    assert "Your move a1-a2 on Honey Donuts board 101 has been played." in out[0].body
 
 
 def test_a_forged_or_foreign_address_is_refused(mailer: Mailer, db: Database) -> None:
@@ -182,12 +182,12 @@ def test_move_words_and_whole_commands_by_reply(mailer: Mailer, db: Database) ->
     assert mail.reply_to is not None
     illegal = reply(mailer, mail.reply_to, "a1-a9")
     assert "a1-a9 is not possible here" in flat(illegal[0].body)
-    assert "Summary of Honeydonuts Board 101" in illegal[0].body  # the board comes along
+    assert "Summary of Honey Donuts Board 101" in illegal[0].body  # the board comes along
     # a whole command on the first line is run as a command, address or not
     whole = reply(mailer, mail.reply_to, "honeydonuts moves 101")
     assert "12 legal moves" in whole[0].body
     out = reply(mailer, mail.reply_to, "resign", "I give up.\n")
-    assert "You resigned Honeydonuts board 101: the game is over." in out[0].body
+    assert "You resigned Honey Donuts board 101: the game is over." in out[0].body
     with db.transaction() as s:
         board = s.scalar(select(Board))
         assert board is not None and board.finished and board.winner == 1
@@ -220,12 +220,12 @@ def test_a_whole_game_by_replies(mailer: Mailer) -> None:
         assert mail.reply_to is not None
         out = reply(mailer, mail.reply_to, move, f"{mover} plays {move}\n",
                     sender=f"{mover}@example.org", subject=f"Re: {mail.subject}")
-        assert f"Your move {move} on Honeydonuts board 101 has been played." in out[0].body
+        assert f"Your move {move} on Honey Donuts board 101 has been played." in out[0].body
         other = players[mover]
         [mail] = [m for m in out if m.to_addr == f"{other}@example.org"]
         assert f"{mover} writes:\n  {mover} plays {move}" in mail.body
         mover = other
-    assert mail.subject == "Honeydonuts Board 101 Game over **"
+    assert mail.subject == "Honey Donuts Board 101 Game over **"
     assert "Game won by alice (Red): Blue's King was pushed off the board." in flat(mail.body)
     assert mail.reply_to is None  # nothing more to move
 
@@ -244,18 +244,18 @@ def test_without_sub_addresses_the_tag_travels_in_the_name_and_the_subject(
     assert address == "pbmserv@localhost"  # the plain address: the mailbox gets it
     tag = name.removeprefix("pbmserv [").removesuffix("]")
     assert name == f"pbmserv [{tag}]" and tag.startswith("b") and "-" in tag
-    assert mail.subject == f"New Honeydonuts Board 101 alice [{tag}]"
+    assert mail.subject == f"New Honey Donuts Board 101 alice [{tag}]"
     built = message_from_bytes(message_bytes(plain_mailer.settings, mail), policy=policy.default)
     assert parseaddr(str(built["Reply-To"])) == (name, address)
     # a client that keeps the name: the To of the reply is the Reply-To as it was
     out = plain_mailer.send(f"Re: {mail.subject}", "a1-a2\nGood luck!\n", To=mail.reply_to)
-    assert "Your move a1-a2 on Honeydonuts board 101 has been played." in out[0].body
+    assert "Your move a1-a2 on Honey Donuts board 101 has been played." in out[0].body
     [to_bob] = [m for m in out if m.to_addr == "bob@example.org"]
     assert to_bob.reply_to is not None and to_bob.subject.endswith("]")
     # a client that drops the name: the Subject still carries the tag
     out = plain_mailer.send(f"Re: {to_bob.subject}", "e1-e2\n", sender="bob@example.org",
                             To="pbmserv@localhost")
-    assert "Your move e1-e2 on Honeydonuts board 101 has been played." in out[0].body
+    assert "Your move e1-e2 on Honey Donuts board 101 has been played." in out[0].body
     with db.transaction() as s:
         assert list(s.scalars(select(Move.notation).order_by(Move.id))) == ["a1-a2", "e1-e2"]
 
@@ -265,13 +265,13 @@ def test_a_reply_with_the_tag_but_no_move_gets_the_board_and_how_to_move(
     """The Subject with its [TAG] still reads as that of the board mail: no command."""
     mail = start(plain_mailer)
     out = plain_mailer.send(f"Re: {mail.subject}", "", To="pbmserv@localhost")
-    assert out[0].subject.startswith("Honeydonuts Board 101: how to move [b")
+    assert out[0].subject.startswith("Honey Donuts Board 101: how to move [b")
 
 
 def test_a_forged_tag_in_brackets_is_refused(plain_mailer: Mailer, db: Database) -> None:
     mail = start(plain_mailer)
     forged = "b1u1m1t0-aaaaaaaaaaaaaaaa"
-    out = plain_mailer.send(f"Re: Honeydonuts Board 101 [{forged}]", "a1-a2\n",
+    out = plain_mailer.send(f"Re: Honey Donuts Board 101 [{forged}]", "a1-a2\n",
                             To="pbmserv@localhost")
     assert moves(db) == []
     assert out[0].body.startswith(

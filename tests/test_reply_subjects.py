@@ -62,7 +62,7 @@ def test_a_move_number_written_apart(mailer: Mailer, db: Database, written: str)
     board(mailer)
     reply = answer(mailer, f"honeydonuts move 101 alice pw-alice {written}")
     assert reply.body.startswith("> honeydonuts move 101 alice ***** a1-a2#1\n"
-                                 "Your move a1-a2 on Honeydonuts board 101 has been played.")
+                                 "Your move a1-a2 on Honey Donuts board 101 has been played.")
     # a wrong number written apart is refused as the same number written joined is
     late = answer(mailer, "honeydonuts move 101 bob pw-bob e1-e2 #1", sender="bob@example.org")
     joined = answer(mailer, "honeydonuts move 101 bob pw-bob e1-e2#1", sender="bob@example.org")
@@ -82,7 +82,7 @@ def test_move_words_and_show_take_a_number_apart(mailer: Mailer) -> None:
     offer = answer(mailer, "honeydonuts move 101 bob pw-bob propose #2",
                    sender="bob@example.org")
     assert offer.body.startswith("> honeydonuts move 101 bob ***** propose#2\n"
-                                 "You have offered to end Honeydonuts board 101")
+                                 "You have offered to end Honey Donuts board 101")
 
 
 def test_a_number_apart_is_not_glued_where_none_is_taken(mailer: Mailer) -> None:
@@ -95,8 +95,8 @@ def test_a_number_apart_is_not_glued_where_none_is_taken(mailer: Mailer) -> None
 
 
 @pytest.mark.parametrize(("first_line", "subject"), [
-    ("a1-a2 #1", "Re: New Honeydonuts Board 101 alice"),
-    ("a1-a2 # 1", "Re: New Honeydonuts Board 101 alice"),
+    ("a1-a2 #1", "Re: New Honey Donuts Board 101 alice"),
+    ("a1-a2 # 1", "Re: New Honey Donuts Board 101 alice"),
     ("", "Re: a1-a2 #1"),
     ("", "[EXT] Réf : a1-a2 #1"),
 ])
@@ -111,7 +111,7 @@ def test_a_reply_move_with_its_number_apart(mailer: Mailer, db: Database, first_
     out = mailer.send(subject, f"{first_line}\nGood luck!\n", To=address)
     reply = out[0]
     assert reply.body.startswith("> (your reply) a1-a2#1\n"
-                                 "Your move a1-a2 on Honeydonuts board 101 has been played.")
+                                 "Your move a1-a2 on Honey Donuts board 101 has been played.")
     [to_bob] = [m for m in out if m.to_addr == "bob@example.org"]
     assert "alice writes:\n  Good luck!" in to_bob.body
     with db.transaction() as s:

@@ -40,7 +40,7 @@ def report(kind: str = "delivery-status", sender: str = "postoffice@example.org"
             "honeydonuts move 101 alice pw-alice a1-a2\r\n"
             f"--b\r\nContent-Type: message/{kind}\r\n\r\n{machine}"
             "--b\r\nContent-Type: text/rfc822-headers\r\n\r\n"
-            "From: pbmserv@localhost\r\nSubject: Honeydonuts Board 101 bob\r\n"
+            "From: pbmserv@localhost\r\nSubject: Honey Donuts Board 101 bob\r\n"
             "--b--\r\n").encode()
 
 

@@ -126,9 +126,9 @@ def test_game_over_smtp(smtp: smtplib.SMTP, settings: Settings) -> None:
     mails = wait_for_mail(settings, 8)
     subjects = [(m["To"], m["Subject"]) for m in mails]
     assert ("alice@example.org", "pbmserv: welcome, alice") in subjects
-    assert ("bob@example.org", "New Honeydonuts Board 101 alice") in subjects
-    assert ("alice@example.org", "Honeydonuts Board 101 bob") in subjects
-    assert ("bob@example.org", "Honeydonuts Board 101 bob") in subjects
+    assert ("bob@example.org", "New Honey Donuts Board 101 alice") in subjects
+    assert ("alice@example.org", "Honey Donuts Board 101 bob") in subjects
+    assert ("bob@example.org", "Honey Donuts Board 101 bob") in subjects
     reply = next(m for m in mails if m["Subject"] == "pbmserv: welcome, alice")
     assert reply["Auto-Submitted"] == "auto-replied" and reply["In-Reply-To"]
     assert all(len(line) <= 76 for m in mails for line in text_of(m).splitlines())

@@ -70,14 +70,14 @@ def test_readme_walkthrough(port: int, settings: Settings) -> None:
     mails = read_maildir(settings.maildir)
     subjects = sorted(m["Subject"] for m in mails)
     assert len(mails) == 19, subjects
-    assert subjects.count("Honeydonuts Board 101 Game over") == 1
-    assert subjects.count("Honeydonuts Board 101 Game over **") == 1
+    assert subjects.count("Honey Donuts Board 101 Game over") == 1
+    assert subjects.count("Honey Donuts Board 101 Game over **") == 1
     undo = [m for m in mails if m["To"] == "alice@example.org"
             and "Oops, wrong line." in text_of(m)]
     assert len(undo) == 1 and "bob asks to take back their last move" in " ".join(
         text_of(undo[0]).split())
-    assert "Honeydonuts Board 101 bob **" in subjects
-    bob_board = next(m for m in mails if m["Subject"] == "Honeydonuts Board 101 bob **")
+    assert "Honey Donuts Board 101 bob **" in subjects
+    bob_board = next(m for m in mails if m["Subject"] == "Honey Donuts Board 101 bob **")
     assert "alice writes:\n  Your move, Bob." in text_of(bob_board)
     assert not any("secret" in m.as_string() for m in mails)
 
@@ -109,8 +109,8 @@ def test_the_readme_walkthrough_on_a_server_that_is_not_new(db: Database, tmp_pa
         script = script.replace("A=alice B=bob", "A=ann B=ben")
         # the reader reads the number off the last such Subject once the mail is there
         script = script.replace("N=101", (
-            'until N=$(grep -h "^Subject: New Honeydonuts Board [0-9]* ann$" '
-            'var/mail/new/* 2>/dev/null | tail -1 | cut -d" " -f5) && [ -n "$N" ]; '
+            'until N=$(grep -h "^Subject: New Honey Donuts Board [0-9]* ann$" '
+            'var/mail/new/* 2>/dev/null | tail -1 | cut -d" " -f6) && [ -n "$N" ]; '
             "do sleep 0.2; done"))
         script = script.replace("ls var/mail/new && cat var/mail/new/* | less", "echo $N")
         done = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True,
@@ -119,7 +119,7 @@ def test_the_readme_walkthrough_on_a_server_that_is_not_new(db: Database, tmp_pa
         assert done.stdout.split()[-1] == "102"
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not any(
-                m["Subject"] == "Honeydonuts Board 102 Game over **"
+                m["Subject"] == "Honey Donuts Board 102 Game over **"
                 for m in read_maildir(maildir)):
             time.sleep(0.1)
     finally:
@@ -127,5 +127,5 @@ def test_the_readme_walkthrough_on_a_server_that_is_not_new(db: Database, tmp_pa
     mails = read_maildir(maildir)
     assert not any("ERROR" in text_of(m) for m in mails), [
         text_of(m) for m in mails if "ERROR" in text_of(m)]
-    over = [m for m in mails if m["Subject"] == "Honeydonuts Board 102 Game over **"]
+    over = [m for m in mails if m["Subject"] == "Honey Donuts Board 102 Game over **"]
     assert over and "Game won by ben (Blue): ann resigned." in text_of(over[0])

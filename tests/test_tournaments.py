@@ -120,11 +120,11 @@ def test_five_player_swiss_by_mail_to_the_end(mailer: Mailer, db: Database) -> N
     started = tournament_mails(out)
     assert sorted(m.to_addr for m in started) == sorted(sender(u) for u in SWISS)
     text = flat(started[0].body)
-    assert "a Swiss tournament of Honeydonuts, 4 rounds, 5 players" in text
+    assert "a Swiss tournament of Honey Donuts, 4 rounds, 5 players" in text
     assert "board 101 ann - cat board 102 dan - ben bye eve (1 point)" in text
     # every player of round 1 gets the board mail of their board, ann (who sent the
     # start) too; eve has the bye
-    boards = [m for m in out if m.subject.startswith("New Honeydonuts Board")]
+    boards = [m for m in out if m.subject.startswith("New Honey Donuts Board")]
     assert sorted(m.to_addr for m in boards) == sorted(sender(u) for u in
                                                        ("ann", "cat", "dan", "ben"))
     for number, (pairs, bye) in enumerate(SWISS_ROUNDS, start=1):
@@ -148,7 +148,7 @@ def test_five_player_swiss_by_mail_to_the_end(mailer: Mailer, db: Database) -> N
                 assert f"Standings after round {number} of Spring" in body
                 # the new boards' mails go to their players, the one who just
                 # resigned or accepted too
-                new = [m for m in out if m.subject.startswith("New Honeydonuts Board")]
+                new = [m for m in out if m.subject.startswith("New Honey Donuts Board")]
                 assert sorted(m.to_addr for m in new) == sorted(
                     sender(u) for pair in nxt for u in pair)
             else:
@@ -172,7 +172,7 @@ def test_five_player_swiss_by_mail_to_the_end(mailer: Mailer, db: Database) -> N
     assert "Over since" in shown and "Won by ann." in flat(shown)
     assert "Final standings of Spring" not in shown and "Final standings" in shown
     assert "board 108  eve - cat, 0-1" in shown
-    assert "Spring: a Swiss tournament of Honeydonuts, 4 rounds; over, won by ann." in flat(
+    assert "Spring: a Swiss tournament of Honey Donuts, 4 rounds; over, won by ann." in flat(
         mailer.reply("tournament list"))
 
 
@@ -194,14 +194,14 @@ def test_four_player_double_round_robin_by_mail(mailer: Mailer, db: Database) ->
     started = tournament_mails(out)
     assert len(started) == 4
     text = flat(started[0].body)
-    assert "a double round robin of Honeydonuts, 4 players" in text
+    assert "a double round robin of Honey Donuts, 4 players" in text
     assert "All 12 boards start now" in text
     assert "lost on time after 9" in text
     assert ("Round 1: board 101 ann - dan board 102 ben - cat Round 2: board 103 dan - cat "
             "board 104 ann - ben Round 3: board 105 ben - dan board 106 cat - ann Round 4: "
             "board 107 dan - ann") in text
     # every player gets the board mail of each of their six boards
-    boards = [m for m in out if m.subject.startswith("New Honeydonuts Board")]
+    boards = [m for m in out if m.subject.startswith("New Honey Donuts Board")]
     assert len(boards) == 24
     with db.transaction() as s:
         assert {b.nag_days for b in s.scalars(select(Board))} == {3}
@@ -288,7 +288,7 @@ def test_max_players_starts_it_and_the_creator_may_organise_only(mailer: Mailer,
     started = tournament_mails(out, "Cup")
     assert sorted(m.to_addr for m in started) == [sender("ann"), sender("ben"), sender("cat")]
     # two rounds by default for 3 players; boards take the tournament's options
-    assert "a Swiss tournament of Honeydonuts (-simple), 2 rounds, 3 players" in flat(
+    assert "a Swiss tournament of Honey Donuts (-simple), 2 rounds, 3 players" in flat(
         started[0].body)
     with db.transaction() as s:
         assert {b.options for b in s.scalars(select(Board))} == {"-simple"}
@@ -358,7 +358,7 @@ def test_a_loss_on_time_pairs_the_next_round(mailer: Mailer, db: Database,
     with db.transaction() as s:
         out = list(s.scalars(select(OutboxMessage).where(OutboxMessage.id > (last or 0))))
     check_mail_shape(out)
-    [lost] = [m for m in out if m.subject == "Honeydonuts Board 101 Game over"
+    [lost] = [m for m in out if m.subject == "Honey Donuts Board 101 Game over"
               and m.to_addr == sender("ann")]
     assert "Game won by ben (Blue): ann did not move for 2 days." in flat(lost.body)
     mails = tournament_mails(out)

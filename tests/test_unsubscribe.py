@@ -57,7 +57,7 @@ def test_a_spectator_leaves_by_mail_and_a_player_has_no_list_headers(
     player = headers_of(settings, out["bob@example.org"])
     assert player["List-Id"] is None and player["List-Unsubscribe"] is None
     spectator = headers_of(settings, out["carol@example.org"])
-    assert spectator["List-Id"] == '"Honeydonuts board 101" <honeydonuts-101.boards.localhost>'
+    assert spectator["List-Id"] == '"Honey Donuts board 101" <honeydonuts-101.boards.localhost>'
     address, link = unsubscribe_ways(spectator)
     assert re.fullmatch(r"pbmserv\+unsub-s\d+u\d+-[a-z2-7]{16}@localhost", address)
     assert link == f"{WEB}/unsubscribe/{address.split('+')[1].split('@')[0]}"
@@ -66,14 +66,14 @@ def test_a_spectator_leaves_by_mail_and_a_player_has_no_list_headers(
     replies = mailer.send_raw(make_mail("unsubscribe", sender="carol@example.org",
                                         To=address), "carol@example.org")
     assert [(m.to_addr, m.subject) for m in replies] == [
-        ("carol@example.org", "Honeydonuts Board 101 unsubscribed")]
-    assert "carol no longer watches Honeydonuts board 101" in " ".join(replies[0].body.split())
+        ("carol@example.org", "Honey Donuts Board 101 unsubscribed")]
+    assert "carol no longer watches Honey Donuts board 101" in " ".join(replies[0].body.split())
     with db.reading() as s:
         assert s.scalar(select(Subscription)) is None
     # carol gets no more of board 101; twice is harmless
     again = mailer.send_raw(make_mail("unsubscribe", sender="carol@example.org", To=address),
                             "carol@example.org")
-    assert "carol was not watching Honeydonuts board 101" in " ".join(again[0].body.split())
+    assert "carol was not watching Honey Donuts board 101" in " ".join(again[0].body.split())
     later = mailer.send("honeydonuts move 101 bob pw-bob e3-d3#2", sender="bob@example.org")
     assert "carol@example.org" not in {m.to_addr for m in later}
     # an address that was changed on the way unsubscribes nobody, and says so
@@ -91,20 +91,20 @@ def test_result_notices_and_the_digest_leave_by_one_click_on_the_web(
     finished = {m.to_addr: m for m in mailer.send("honeydonuts resign 101 bob pw-bob",
                                                    sender="bob@example.org")}
     notice = headers_of(settings, finished["dave@example.org"])
-    assert notice["List-Id"] == '"Honeydonuts results" <honeydonuts.results.localhost>'
+    assert notice["List-Id"] == '"Honey Donuts results" <honeydonuts.results.localhost>'
     _, link = unsubscribe_ways(notice)
     path = link.removeprefix(WEB)
     with TestClient(create_app(db, settings)) as client:
         asked = client.get(path)  # a link checker's visit changes nothing
         assert asked.status_code == 200
-        assert "This stops the notices of finished Honeydonuts games for dave." in asked.text
+        assert "This stops the notices of finished Honey Donuts games for dave." in asked.text
         assert "form-action 'self'" in asked.headers["Content-Security-Policy"]
         with db.reading() as s:
             assert s.scalar(select(GameNotify)) is not None
         done = client.post(path, content=b"List-Unsubscribe=One-Click",
                            headers={"Content-Type": "application/x-www-form-urlencoded"})
         assert done.status_code == 200
-        assert "dave no longer gets the notices of finished Honeydonuts games" in done.text
+        assert "dave no longer gets the notices of finished Honey Donuts games" in done.text
         with db.reading() as s:
             assert s.scalar(select(GameNotify)) is None
         assert client.post(path[:-1] + ("a" if path[-1] != "a" else "b")).status_code == 404

@@ -190,7 +190,7 @@ def test_a_player_page_lists_boards_and_ratings(site: Site) -> None:
 def test_tournament_pages(site: Site) -> None:
     listing = get(site, "/tournaments")
     assert '<a href="/tournaments/cup">cup</a>' in listing
-    assert "a round robin of Honeydonuts" in listing and "in play" in listing
+    assert "a round robin of Honey Donuts" in listing and "in play" in listing
     html = get(site, "/tournaments/cup")
     assert "<h1>Tournament cup</h1>" in html and "<h2>Crosstable</h2>" in html
     assert '<a href="/boards/honeydonuts/102">board 102</a>' in html

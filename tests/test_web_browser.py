@@ -116,7 +116,7 @@ def test_front_page(browser: Browser) -> None:
     assert browser.count("table.games tr") == 5  # a header and four games
     assert "carol" in browser.text("table.seeks")
     browser.shot("home")
-    browser.click("Honeydonuts")
+    browser.click("Honey Donuts")
     assert browser.path == "/games/honeydonuts"
 
 

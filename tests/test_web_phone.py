@@ -100,7 +100,7 @@ def test_every_line_of_the_html_board_mail_is_sans_serif(
     with db.transaction() as s:
         mail = s.scalars(select(OutboxMessage).where(
             OutboxMessage.to_addr == "bob@example.org",
-            OutboxMessage.subject.like("Honeydonuts Board 101%"))
+            OutboxMessage.subject.like("Honey Donuts Board 101%"))
             .order_by(OutboxMessage.id.desc())).first()
         assert mail is not None and mail.html_body is not None
         html = mail.html_body

@@ -103,7 +103,7 @@ _ALL_SHIFTS = tuple(Shift(i, fwd) for i in range(len(LINES)) for fwd in (True, F
 
 class HoneyDonuts(Engine[Position, Shift]):
     name = "honeydonuts"
-    title = "Honeydonuts"
+    title = "Honey Donuts"
     seats = ("Red", "Blue")
     options = (
         GameOption(
