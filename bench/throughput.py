@@ -4,7 +4,9 @@
    CONNECTIONS connections (each reusing its session, each waiting for its 250).
    This is the acknowledgement rate pbmserv is measured against. Its CPU per mail is
    taken again after step 2, and pbmserv's CPU is compared with the mean of the two
-   (the machine's speed drifts during a run).
+   (the machine's speed drifts during a run). Its CPU per mail is also taken with
+   LONE mails sent one at a time over one connection, as a move arrives: each wakes
+   the event loop for itself, which a flood shares among many.
 2. ``pbmserv serve`` (plus PROCESSES-1 ``pbmserv work --loop`` on the same database),
    its players signed up, in three rounds of BOARDS new boards, each board playing
    MOVES moves, every board mailing its next move as soon as the reply to the last one
@@ -357,6 +359,8 @@ def main() -> None:
     ap.add_argument("--moves", type=int, default=20, help="moves per board")
     ap.add_argument("--connections", type=int, default=10, help="SMTP connections")
     ap.add_argument("--flood", type=int, default=2000, help="mails flooded at the sink")
+    ap.add_argument("--lone", type=int, default=600,
+                    help="mails sent to the sink one at a time, over one connection")
     ap.add_argument("--processes", type=int, default=1,
                     help="pbmserv processes: one serve, the others work --loop")
     ap.add_argument("--game", default="honeydonuts")
@@ -374,6 +378,7 @@ def main() -> None:
 
     # 1. the bare sink (run again after pbmserv: see the end)
     sink_rate, sink_p50, sink_p99, sink_first = bare_sink(args.connections, args.flood)
+    lone_first = bare_sink(1, args.lone)[3]
 
     # 2. pbmserv
     url = fresh_database(args.database_url, work)
@@ -449,6 +454,8 @@ def main() -> None:
     # taken before and after pbmserv's, and the ratios are to their mean
     sink_last = bare_sink(args.connections, args.flood)[3]
     sink_cpu = (sink_first + sink_last) / 2
+    lone_last = bare_sink(1, args.lone)[3]
+    lone_cpu = (lone_first + lone_last) / 2
     moves = len(latencies)
     where = "PostgreSQL" if url.startswith("postgresql") else "SQLite"
     print(f"pbmserv throughput: {where}, {args.processes} process(es), {args.boards} "
@@ -475,6 +482,11 @@ def main() -> None:
     print("pbmserv, CPU per move end to end (mail in, reply and board mail out): "
           + ", ".join(f"{name} {ms:.2f} ms" for name, ms in per_move.items())
           + f"; all {total:.2f} ms = {total / (1000 * sink_cpu):.1f}x the sink's per mail")
+    # a move comes alone (the next waits for its reply), as the sink's mails do over
+    # one connection: there every mail wakes the event loop for itself
+    print(f"bare aiosmtpd sink, one mail at a time (1 connection): {1000 * lone_cpu:.3f} ms "
+          f"of CPU per mail ({1000 * lone_first:.3f} before, {1000 * lone_last:.3f} after); "
+          f"pbmserv's move = {total / (1000 * lone_cpu):.1f}x that")
 
 
 if __name__ == "__main__":
