@@ -136,8 +136,12 @@ class Settings:
     admin: str | None = None
     #: the hour (UTC) of a daily report to the administrator; None: no report
     daily_report: int | None = None
-    #: bounces within ``bounce_days`` after which an address is no longer mailed
+    #: hard bounces (the address is dead: 5.1.x, 5.2.1, 5.4.4) within ``bounce_days``
+    #: after which an address is no longer mailed
     bounce_threshold: int = 3
+    #: soft bounces (a policy refusal 5.7.x, a full mailbox 5.2.2, any other permanent
+    #: failure) within ``bounce_days`` after which an address is no longer mailed
+    soft_bounce_threshold: int = 5
     bounce_days: int = 7
     #: where the web pages are seen from outside (https://games.example.org), if they are:
     #: the one-click unsubscribe link, and absolute redirects (None: the path alone)
@@ -563,8 +567,13 @@ KEYS: dict[str, tuple[str, str]] = {
                                "postmaster@ the game domain)"),
     "daily_report": ("daily_report", "the hour (UTC, 0-23) of a daily report mail to the "
                                      "administrator, or off"),
-    "bounce_threshold": ("bounce_threshold", "bounces within bounce_days after which an "
+    "bounce_threshold": ("bounce_threshold", "hard bounces (no such address: 5.1.x, 5.2.1, "
+                                             "5.4.4) within bounce_days after which an "
                                              "address is no longer mailed"),
+    "soft_bounce_threshold": ("soft_bounce_threshold",
+                              "soft bounces (a policy refusal 5.7.x, a full mailbox 5.2.2, "
+                              "any other permanent failure) within bounce_days after which "
+                              "an address is no longer mailed"),
     "bounce_days": ("bounce_days", "the days over which bounces are counted"),
     "web_url": ("web_url", "where the web pages are seen from outside (https://...), for "
                            "the one-click unsubscribe link and redirects; empty: none"),
@@ -602,7 +611,8 @@ PARSERS: dict[str, Any] = {
     "imap_ca_file": _optional_path, "imap_verify": _flag, "imap_poll": _seconds,
     "imap_done": _imap_done, "subaddressing": _flag,
     "admin_address": _one_address, "daily_report": _hour,
-    "bounce_threshold": _at_least_one, "bounce_days": _at_least_one, "web_url": _url,
+    "bounce_threshold": _at_least_one, "soft_bounce_threshold": _at_least_one,
+    "bounce_days": _at_least_one, "web_url": _url,
     **{key: _limit for key in (
         "confirm_days", "signups_per_sender_day", "challenges_per_sender_day",
         "challenges_per_player_day", "seeks_per_player", "tournaments_per_creator",

@@ -117,8 +117,9 @@ Hello
 """.encode()
 
 
-def exchange(to: str, recipient: str) -> bytes:
-    """An Exchange 2000 non-delivery report: plain text, no status part."""
+def exchange(to: str, recipient: str, original_id: str) -> bytes:
+    """An Exchange 2000 non-delivery report: plain text, no status part, the returned
+    mail's header below."""
     return f"""From: System Administrator <postmaster@corp.example.org>
 To: {to}
 Subject: Undeliverable: a board
@@ -138,6 +139,11 @@ did not reach the following recipient(s):
             The e-mail account does not exist at the organization this message was sent to.
             <corp.example.org #5.1.1>
             MSEXCH:IMS:CORP:EXAMPLE:MAIL01 0 (000C05A6) Unknown Recipient
+
+----- original message header -----
+From: pbmserv <pbmserv@localhost>
+To: {recipient}
+Message-ID: {original_id}
 """.encode()
 
 
@@ -189,22 +195,23 @@ def test_three_bounces_of_three_forms_stop_mail_until_the_player_writes(
     assert inbound(db).status == InboundStatus.DONE
     assert inbound(db).error == (
         f"bounce: bob@example.org (outbox {first}): smtp; 550 5.1.1 <bob@example.org>: "
-        "Recipient address rejected: User unknown; 1 of 3 bounces")
+        "Recipient address rejected: User unknown; 1 of 3 hard bounces (the address)")
     # the same report again (redelivered under another Message-ID) counts nothing
     again = dsn(verp, "bob@example.org", "5.1.1", first_id).replace(b"<dsn-", b"<dsn2-")
     mailer.send_raw(again, "<>")
     assert "this mail was counted already" in (inbound(db).error or "")
     # 2. an old Postfix's bounce, to the bounce address
     assert mailer.send_raw(postfix_old(verp2, "bob@example.org"), "<>") == []
-    assert "2 of 3 bounces" in (inbound(db).error or "")
-    # 3. an Exchange report sent to the game address itself: found by the address it names
-    out = mailer.send_raw(exchange("pbmserv@localhost", "bob@example.org"),
-                          "<>")
+    assert "2 of 3 hard bounces" in (inbound(db).error or "")
+    # 3. an Exchange report sent to the game address itself: found by the Message-ID of
+    # the mail it returns
+    third = mails[2][0]
+    out = mailer.send_raw(exchange("pbmserv@localhost", "bob@example.org", third_id), "<>")
     assert inbound(db).error == (
-        "bounce: bob@example.org: bob@example.org on Tue, 24 Nov 2026 10:00:05 +0000 The "
-        "e-mail account does not exist at the organization this message was sent to. "
-        "<corp.example.org #5.1.1> MSEXCH:IMS:CORP:EXAMPLE:MAIL01 0 (000C05A6) Unknown "
-        "Recipient; 3 of 3 bounces, no longer mailed")
+        f"bounce: bob@example.org (outbox {third}): bob@example.org on Tue, 24 Nov 2026 "
+        "10:00:05 +0000 The e-mail account does not exist at the organization this message "
+        "was sent to. <corp.example.org #5.1.1> MSEXCH:IMS:CORP:EXAMPLE:MAIL01 0 (000C05A6) "
+        "Unknown Recipient; 3 of 3 hard bounces (the address), no longer mailed")
     # alice waits for bob's move on board 101: she is told why he may be silent
     assert [(m.to_addr, m.subject) for m in out] == [
         ("alice@example.org", "Honey Donuts Board 101: mail to bob bounces")]
@@ -213,7 +220,7 @@ def test_three_bounces_of_three_forms_stop_mail_until_the_player_writes(
     with db.reading() as s:
         assert s.get(MailSuspension, "bob@example.org") is not None
         assert s.get(OutboxMessage, first).status == OutboxStatus.BOUNCED  # type: ignore[union-attr]
-        assert third_id  # (the third mail is still counted as sent)
+        assert s.get(OutboxMessage, third).status == OutboxStatus.BOUNCED  # type: ignore[union-attr]
 
     # bob is mailed no more: his mail is kept, marked suppressed
     Sender(db, settings).send_due()  # (alice's mail goes out)
@@ -229,11 +236,14 @@ def test_three_bounces_of_three_forms_stop_mail_until_the_player_writes(
         scraped = client.get("/metrics").text
     assert "pbmserv_bounces_last_day 3.0" in scraped
     assert "pbmserv_suspended_addresses 1.0" in scraped
-    assert 'pbmserv_outbox_messages{status="bounced"} 2.0' in scraped
+    assert 'pbmserv_outbox_messages{status="bounced"} 3.0' in scraped
     listed = cli(settings, "users", "bounces")
     assert listed.exit_code == 0
-    assert listed.output.startswith(
-        "bob@example.org (bob): 3 of 3 within 7 days, NOT MAILED since ")
+    assert re.fullmatch(
+        r"bob@example.org \(bob\): NOT MAILED since [0-9-]{10} [0-9:]{5}; within 7 days 3 of "
+        r"3 hard, 0 of 5 soft, 0 delays \(never counted\); last [0-9-]{10} [0-9:]{5} "
+        r"\(hard\): bob@example.org on Tue, 24 Nov 2026 .* \(000C05A6\)\n",
+        listed.output), listed.output
 
     # bob writes from the address: it works, so it is mailed again at once
     reply = mailer.reply("help", sender="bob@example.org")
@@ -249,9 +259,13 @@ def test_what_is_no_failure_counts_nothing(mailer: Mailer, db: Database,
                                            settings: Settings) -> None:
     mailer.signup("bob")
     *_, (number, verp, message_id) = sent_to(db, settings, "bob@example.org")  # the welcome
-    # a delay only (Action: delayed, 4.x.x)
+    # a delay only (Action: delayed, 4.x.x): kept to be seen, never counted
     mailer.send_raw(dsn(verp, "bob@example.org", "4.2.2", message_id, action="delayed"), "<>")
-    assert inbound(db).error == "bounce: a delay only (temporary failure), not counted"
+    assert inbound(db).status == InboundStatus.DONE
+    assert inbound(db).error == (
+        f"bounce: bob@example.org (outbox {number}): smtp; 550 4.2.2 <bob@example.org>: "
+        "Recipient address rejected: User unknown; a delay only (Action: delayed), never "
+        "counted")
     # a vacation message answers the envelope sender: the bounce address
     out = mailer.send_raw(f"""From: bob@example.org
 To: {verp}
@@ -264,12 +278,22 @@ I am away until Monday.
     assert out == [] and inbound(db).status == InboundStatus.IGNORED
     assert inbound(db).error == ("mail to the bounce address that is no bounce "
                                  "(an auto-reply?): not counted")
-    # a forged bounce address names no mail: the report counts for no address of ours
+    # a forged bounce address names no mail: the report counts for nothing
     forged = verp.replace(f"-o{number}-", "-o999-")
     mailer.send_raw(dsn(forged, "carol@example.net", "5.1.1", "<x@example.net>"), "<>")
-    assert inbound(db).error == "bounce for no mail and no address of ours: not counted"
+    assert inbound(db).status == InboundStatus.IGNORED
+    assert inbound(db).error == ("bounce not counted: a bounce address with a wrong "
+                                 "signature")
+    # a report of a delivery (Action: delivered)
+    mailer.send_raw(dsn(verp, "bob@example.org", "2.0.0", message_id, action="delivered"), "<>")
+    assert inbound(db).error == "delivery report without a failure: not counted"
     with db.reading() as s:
-        assert s.scalar(select(Bounce)) is None
+        assert [(b.kind, b.outbox_id) for b in s.scalars(select(Bounce))] == [
+            ("delay", number)]
+        assert s.get(MailSuspension, "bob@example.org") is None
+    assert cli(settings, "users", "bounces").output.startswith(
+        "bob@example.org (bob): mailed; within 7 days 0 of 3 hard, 0 of 5 soft, 1 delay "
+        "(never counted); last ")
 
 
 class Refusing:
@@ -356,8 +380,12 @@ def test_a_bounce_storm_is_one_incident_that_needs_a_person(
     with db.reading() as s:
         (storm,) = s.scalars(select(Alert))
         assert storm.kind == AlertKind.BOUNCE_STORM and storm.count == 6  # the 20th on
-        assert storm.first_detail.startswith("20 bounces within an hour; the last: "
-                                             "gone19@example.org: the relay answered 550")
+        # in the server's words alone: nothing of the remote server's text
+        number = s.scalar(select(OutboxMessage.id)
+                          .where(OutboxMessage.to_addr == "gone19@example.org"))
+        assert storm.first_detail == ("20 bounces within an hour; the last: "
+                                      f"gone19@example.org (outbox {number}), hard bounce, "
+                                      "status 5.1.1")
     status = cli(relayed, "status")
     assert status.exit_code == 3
     assert "attend   a bounce storm since " in status.output
@@ -367,6 +395,7 @@ def test_a_bounce_storm_is_one_incident_that_needs_a_person(
             OutboxMessage.to_addr == "postmaster@localhost")).one()
     assert alert.subject == "pbmserv: many bounces"
     assert "  pbmserv users clear-bounces --all      once our mail is taken again" in alert.body
+    assert "User unknown" not in alert.body and "rejected" not in alert.body
     cleared = cli(relayed, "users", "clear-bounces", "--all")
     assert cleared.output == "cleared 25 address(es): mailed again\n"
     assert cli(relayed, "status").exit_code == 0  # the storm is dealt with

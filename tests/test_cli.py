@@ -82,7 +82,8 @@ def test_deliver_with_null_sender_is_not_answered(settings: Settings, db: Databa
     assert read_maildir(settings.maildir) == []
     with db.transaction() as s:
         assert s.scalar(select(InboundMessage.error)) == (
-            "bounce for no mail and no address of ours: not counted")
+            "bounce not counted: it came to no bounce address and names no Message-ID of a "
+            "mail we sent")
 
 
 def test_deliver_on_a_new_database_creates_it(tmp_path: Path) -> None:

@@ -15,8 +15,9 @@ from pbmserv.service import bounces
 @users.command("bounces")
 @pass_settings
 def users_bounces(settings: Settings) -> None:
-    """Addresses whose mail bounced lately: their score (bounces within bounce_days),
-    whether they are still mailed, and the last reason."""
+    """Addresses whose mail bounced lately: whether they are still mailed, their hard
+    bounces (the address is dead), soft ones (a policy refusal, a full mailbox) and
+    delays (never counted) within bounce_days, and the last one with its reason."""
     with database(settings).reading() as session:
         found = bounces.bounce_list(session, settings, utcnow())
     if not found:
@@ -26,9 +27,13 @@ def users_bounces(settings: Settings) -> None:
         who = ", ".join(b.userids) or "no account"
         state = (f"NOT MAILED since {b.suspended_since:%Y-%m-%d %H:%M}" if b.suspended_since
                  else "mailed")
-        last = f"{b.last_at:%Y-%m-%d %H:%M}" if b.last_at else "-"
-        click.echo(f"{b.address} ({who}): {b.score} of {settings.bounce_threshold} within "
-                   f"{settings.bounce_days} days, {state}; last {last}: {b.last_reason[:200]}")
+        delays = f"{b.delays} delay{'s' if b.delays != 1 else ''} (never counted)"
+        last = (f"{b.last_at:%Y-%m-%d %H:%M}" if b.last_at else "-") + (
+            f" ({b.last_kind})" if b.last_kind else "")
+        click.echo(f"{b.address} ({who}): {state}; within {settings.bounce_days} days "
+                   f"{b.hard} of {settings.bounce_threshold} hard, {b.soft} of "
+                   f"{settings.soft_bounce_threshold} soft, {delays}; last {last}: "
+                   f"{b.last_reason[:200]}")
 
 
 @users.command("clear-bounces")

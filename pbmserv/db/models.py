@@ -11,6 +11,7 @@ from pbmserv.db.base import Base, utcnow
 from pbmserv.db.status import (
     AlertKind,
     BoardStatus,
+    BounceKind,
     DigestMode,
     InboundStatus,
     OutboxStatus,
@@ -561,6 +562,9 @@ class Bounce(Base):
     #: the enhanced status code (5.1.1), if known
     status: Mapped[str] = mapped_column(String(16), default="")
     detail: Mapped[str] = mapped_column(Text, default="")
+    #: what it says of the address: hard and soft bounces count (each toward its own
+    #: threshold), a delay is kept to be seen and never counts
+    kind: Mapped[BounceKind] = mapped_column(StrEnumType(BounceKind), default=BounceKind.HARD)
 
 
 class MailSuspension(Base):

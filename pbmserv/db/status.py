@@ -59,6 +59,18 @@ class OutboxStatus(StrEnum):
     SUPPRESSED = "suppressed"
 
 
+class BounceKind(StrEnum):
+    """What a bounce says of the address (pbmserv.service.bounces.bounce_kind)."""
+
+    #: the address is dead: no such mailbox or domain (5.1.x, 5.2.1, 5.4.4)
+    HARD = "hard"
+    #: refused for now or for a reason that is not the address: a policy (5.7.x), a
+    #: full mailbox (5.2.2), any other permanent failure
+    SOFT = "soft"
+    #: not delivered yet, still tried (Action: delayed): never counted
+    DELAY = "delay"
+
+
 class AlertKind(StrEnum):
     """What the administrator is told of (pbmserv.service.incidents)."""
 

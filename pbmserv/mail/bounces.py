@@ -5,7 +5,8 @@ Two readers, the first that finds failures wins:
 
 - RFC 3464 delivery status notifications (``multipart/report``, a
   ``message/delivery-status`` part), read here field by field: each recipient's
-  ``Final-Recipient`` (or ``Original-Recipient``), ``Action`` and ``Status``.  This
+  ``Original-Recipient`` (the address as the sender gave it) and ``Final-Recipient``
+  (where it led: an alias's target, a catch-all), ``Action`` and ``Status``.  This
   also reads the forms ``flufl.bounce`` misses: a status part without blank lines
   between its groups or without ``Action`` (the status class says it), or one sent in
   base64.
@@ -37,23 +38,32 @@ log = logging.getLogger(__name__)
 logging.getLogger("flufl.bounce").setLevel(logging.CRITICAL)
 #: the text read of a bounce's parts
 MAX_TEXT = 256 * 1024
+#: the most of a bounce that is read: what it says comes first, the mail it returns
+#: (with its attachments, whatever their size) last
+MAX_READ = 256 * 1024
 _RECIPIENT = re.compile(r"^(final|original)-recipient\s*:\s*(?:[a-z0-9-]+\s*;)?\s*(.*)$", re.I)
 _RECIPIENT_LINE = re.compile(r"^(final|original)-recipient\s*:", re.I | re.M)
 _FIELD = re.compile(r"^([a-z-]+)\s*:\s*(.*)$", re.I)
 _MESSAGE_ID = re.compile(r"^message-id:\s*(<[^<>\s]{1,900}>)", re.I | re.M)
 _ENHANCED = re.compile(r"\b[245]\.\d{1,3}\.\d{1,3}\b")
+#: a line's end as the mail parser reads it: CRLF, a bare CR or LF
+_LINE_END = re.compile(r"\r\n?")
 
 
 @dataclass(frozen=True)
 class Failure:
-    """One address that the mail did not reach."""
+    """One address that the mail did not reach (for good or, a delay, not yet)."""
 
+    #: the address the report says was mailed: its Original-Recipient if it gives
+    #: one, else its Final-Recipient (or the one address a non-standard bounce names)
     address: str
     permanent: bool
     #: the enhanced status code (5.1.1), "" if none was given
     status: str = ""
     #: the remote server's answer or the report's words, in one line
     diagnostic: str = ""
+    #: the Final-Recipient, where it differs from ``address`` (an alias's target)
+    final: str = ""
 
 
 @dataclass
@@ -64,13 +74,18 @@ class BounceReport:
     #: Message-IDs of the mail it returns
     message_ids: list[str] = field(default_factory=list)
 
-    @property
-    def permanent(self) -> list[Failure]:
-        return [f for f in self.failures if f.permanent]
-
-    @property
-    def temporary_only(self) -> bool:
-        return bool(self.failures) and not self.permanent
+    def about(self, address: str) -> list[Failure]:
+        """What the report says of ``address``, the one address the returned mail went
+        to: the failures whose Original-Recipient (else Final-Recipient) is that address,
+        else those whose Final-Recipient is, else, when the report names one address
+        only, that one's (where the address led: an alias's target, a catch-all).  A
+        report that names other addresses only says nothing of it: []."""
+        address = address.strip().lower()
+        found = [f for f in self.failures if f.address == address] or [
+            f for f in self.failures if f.final == address]
+        if not found and len({f.address for f in self.failures}) == 1:
+            found = list(self.failures)
+        return found
 
 
 def read_bounce(msg: Message) -> BounceReport:
@@ -122,8 +137,9 @@ def _decoded(part: Message) -> str:
         return ""
     if not isinstance(payload, bytes):
         return ""
-    return payload[:MAX_TEXT].decode(part.get_content_charset() or "utf-8", "replace") \
+    text = payload[:MAX_TEXT].decode(part.get_content_charset() or "utf-8", "replace") \
         if _known_charset(part) else payload[:MAX_TEXT].decode("utf-8", "replace")
+    return _LINE_END.sub("\n", text)
 
 
 def _known_charset(part: Message) -> bool:
@@ -143,8 +159,8 @@ def _status_text(part: Message) -> str:
     encoding = str(part.get("Content-Transfer-Encoding", "")).strip().lower()
     if not isinstance(body, list):
         text = str(body)
-        return (_decode(text, encoding) if encoding in ("base64", "quoted-printable")
-                else text)[:MAX_TEXT]
+        return _LINE_END.sub("\n", (_decode(text, encoding) if encoding in (
+            "base64", "quoted-printable") else text)[:MAX_TEXT])
     pieces: list[str] = []
     for block in body:
         if not isinstance(block, Message):
@@ -157,7 +173,7 @@ def _status_text(part: Message) -> str:
                           else inner)
         # the encoding said among a group's fields is that of what follows it
         encoding = str(block.get("Content-Transfer-Encoding", encoding)).strip().lower()
-    return "\n\n".join(pieces)[:MAX_TEXT]
+    return _LINE_END.sub("\n", "\n\n".join(pieces)[:MAX_TEXT])
 
 
 def _decode(text: str, encoding: str) -> str:
@@ -172,7 +188,7 @@ def _decode(text: str, encoding: str) -> str:
 
 def _unfolded(text: str) -> list[str]:
     lines: list[str] = []
-    for line in text.replace("\r\n", "\n").split("\n"):
+    for line in text.split("\n"):  # (line ends made LF by the callers)
         if line[:1] in (" ", "\t") and lines and lines[-1].strip():
             lines[-1] += " " + line.strip()
         else:
@@ -187,17 +203,18 @@ def _dsn_failures(text: str) -> list[Failure]:
     group: dict[str, str] = {}
 
     def close() -> None:
-        address = address_of(group.get("final-recipient", "")) or address_of(
-            group.get("original-recipient", ""))
+        final = address_of(group.get("final-recipient", ""))
+        address = address_of(group.get("original-recipient", "")) or final
         if address:
             action = group.get("action", "").lower()
             status = _ENHANCED.search(group.get("status", ""))
             code = status.group(0) if status else ""
             diagnostic = clean_line(group.get("diagnostic-code", ""), 300)
+            final = final if final != address else ""
             if action.startswith(("fail", "error")) or (not action and code.startswith("5")):
-                out.append(Failure(address, True, code, diagnostic))
+                out.append(Failure(address, True, code, diagnostic, final))
             elif action.startswith("delayed") or (not action and code.startswith("4")):
-                out.append(Failure(address, False, code, diagnostic))
+                out.append(Failure(address, False, code, diagnostic, final))
         group.clear()
 
     for line in _unfolded(text):

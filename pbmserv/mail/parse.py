@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from email import policy
 from email.message import Message
 from email.parser import BytesHeaderParser, BytesParser
+from email.policy import Compat32, Policy, compat32
 from itertools import islice
 
 from pbmserv.mail.addresses import (
@@ -23,6 +23,7 @@ from pbmserv.mail.addresses import (
     tag_of,
     without_tag_marks,
 )
+from pbmserv.mail.bounces import MAX_READ as MAX_BOUNCE_READ
 from pbmserv.mail.bounces import BounceReport, read_bounce
 from pbmserv.mail.headers import MAX_HEADER_VALUE, address_of, header
 from pbmserv.mail.html import html_to_text
@@ -64,10 +65,15 @@ _BOARD_SUBJECT = re.compile(
     r"(?:(?:new|nag:) )?(\S+(?: \S+)?) board ([0-9]{1,10}):?"
     r"((?: \S+){0,2}| chat from \S+| how to move)", re.I)
 _ADDRESS_LIKE = re.compile(r"[^\s<>(),;:\"\[\]]{1,200}@[^\s<>(),;:\"\[\]]{1,200}")
-_CONTAINER = re.compile(rb"(?im)^content-type:[ \t]*(?:\r?\n[ \t]+)*(?:multipart|message)/")
+# a line ends as the mail parser (email.feedparser) ends it: CRLF, LF or a bare CR;
+# a line begins at the start of the mail or after any of them
+_EOL = rb"(?:\r\n|\r(?!\n)|\n)"
+_BOL = rb"(?:^|(?<=[\r\n]))"
+_CONTAINER = re.compile(_BOL + rb"(?i:content-type:)[ \t]*(?:" + _EOL + rb"[ \t]+)*"
+                        rb"(?i:multipart|message)/")
 _BOM = b"\xef\xbb\xbf"
-_HEADER_END = re.compile(rb"\r?\n\r?\n")
-_FIELD_START = re.compile(rb"(?m)^[^ \t\r\n]")
+_HEADER_END = re.compile(_EOL + _EOL)
+_FIELD_START = re.compile(_BOL + rb"[^ \t\r\n]")
 
 
 class Refusal:
@@ -123,8 +129,9 @@ def parse_message(
     """Parse raw bytes.  ``is_command(line)`` tells a command line from prose."""
     if raw.startswith(_BOM):  # a byte-order mark some Windows tools write first
         raw = raw[len(_BOM):]
-    refusal = prescan(raw)
-    msg = _parse(raw, headers_only=bool(refusal))
+    # every mail is bounded alike before anything reads it, a bounce as much as a
+    # person's: the nesting and the header by prescan, the parts as they are parsed
+    msg, refusal = parse_bounded(raw)
     # addresses come from the raw headers: an encoded word never supplies one
     from_addr = first_mailbox(raw_header(msg, "From")) or address_of(envelope_from)
     reply_to = first_mailbox(raw_header(msg, "Reply-To")) or from_addr
@@ -142,8 +149,14 @@ def parse_message(
     tag = parsed.reply_tag or ""
     if parsed.silent_reason == "bounce" or tag.startswith(BOUNCE_PREFIX) \
             or _is_delivery_report(msg):
-        # stored and read, never answered (pbmserv.processing.bounces)
-        parsed.bounce = read_bounce(msg) if not refusal else BounceReport()
+        # stored and read, never answered (pbmserv.processing.bounces); one over a
+        # limit is not read (and counts for nothing)
+        parsed.refusal = refusal
+        if refusal:
+            parsed.bounce = BounceReport()
+        else:  # its first MAX_READ bytes: a large returned mail is not read through
+            parsed.bounce = read_bounce(
+                msg if len(raw) <= MAX_BOUNCE_READ else parse_bounded(raw[:MAX_BOUNCE_READ])[0])
         return parsed
     if parsed.silent_reason or tag.startswith(UNSUBSCRIBE_PREFIX):
         return parsed
@@ -153,8 +166,8 @@ def parse_message(
             parts = list(islice(msg.walk(), MAX_PARTS + 1))
         except RecursionError:  # pragma: no cover - prescan bounds the nesting
             refusal = Refusal.NESTING
-        else:
-            if len(parts) > MAX_PARTS:
+        else:  # pragma: no branch - parse_bounded stops at the limit
+            if len(parts) > MAX_PARTS:  # pragma: no cover
                 refusal = Refusal.PARTS
     if refusal:
         parsed.refusal = refusal
@@ -244,7 +257,8 @@ def _find_reply_move(parsed: ParsedMail, body: str, is_command: Callable[[str], 
 
 
 def prescan(raw: bytes) -> str:
-    """A Refusal if the mail is over a limit that parsing it would need, else ""."""
+    """A Refusal if the mail is over a limit that parsing it would need, else "".
+    Lines are counted as the parser counts them: ended by CRLF, LF or a bare CR."""
     end = _HEADER_END.search(raw, 0, MAX_HEADER_BYTES + 4)
     head = raw[: end.start()] if end else raw[: MAX_HEADER_BYTES + 1]
     if len(head) > MAX_HEADER_BYTES or (end is None and len(raw) > MAX_HEADER_BYTES):
@@ -257,13 +271,48 @@ def prescan(raw: bytes) -> str:
     return ""
 
 
-def _parse(raw: bytes, *, headers_only: bool) -> Message:
-    parser = BytesHeaderParser if headers_only else BytesParser
+class _TooManyParts(Exception):
+    """The parser made more parts than a mail may hold: it stops there."""
+
+
+def _part_counter() -> Compat32:
+    """The parser's rules, with a factory of its parts that stops it at the part after
+    MAX_PARTS (the mail itself is one of them)."""
+    made = 0
+
+    def new_part(policy: Policy[Message] = compat32) -> Message:
+        nonlocal made
+        made += 1
+        if made > MAX_PARTS:
+            raise _TooManyParts
+        return Message(policy=policy)
+
+    return compat32.clone(message_factory=new_part)
+
+
+def parse_bounded(raw: bytes) -> tuple[Message, str]:
+    """The mail parsed, and a Refusal ("" if none): a mail over the nesting or header
+    limits (prescan) is parsed for its header alone, and the parser stops at the part
+    after MAX_PARTS, so no mail costs more than its limits allow."""
+    refusal = prescan(raw)
+    if refusal:
+        return _headers(raw), refusal
     try:
-        return parser(policy=policy.compat32).parsebytes(raw)
+        return BytesParser(policy=_part_counter()).parsebytes(raw), ""
+    except _TooManyParts:
+        return _headers(raw), Refusal.PARTS
     except Exception:  # RecursionError, or a parser bug: keep what the headers say
-        return BytesHeaderParser(policy=policy.compat32).parsebytes(
-            raw[:MAX_HEADER_BYTES].split(b"\n\n", 1)[0])
+        return _headers(raw), ""
+
+
+def _headers(raw: bytes) -> Message:
+    """The mail's header alone, its body never read (it is not even split into lines)."""
+    end = _HEADER_END.search(raw, 0, MAX_HEADER_BYTES + 4)
+    head = raw[:end.end()] if end else raw[:MAX_HEADER_BYTES]
+    try:
+        return BytesHeaderParser(policy=compat32).parsebytes(head)
+    except Exception:  # pragma: no cover - a parser bug: a mail with no header
+        return BytesHeaderParser(policy=compat32).parsebytes(b"")
 
 
 def _clean_subject(subject: str) -> str:

@@ -1,6 +1,7 @@
 """What a refusal does beyond marking the mail: a 5xx about the address counts as a
-bounce of it (pbmserv.service.bounces), any other refusal for good opens an incident
-for the administrator (pbmserv.service.incidents).  Each runs in the transaction that
+bounce of it (pbmserv.service.bounces: hard for a dead address, soft for a full
+mailbox), any other refusal for good opens an incident for the administrator
+(pbmserv.service.incidents).  Each runs in the transaction that
 records the mail's result."""
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.status import AlertKind, OutboxStatus
+from pbmserv.db.status import AlertKind, BounceKind, OutboxStatus
 from pbmserv.notifications.bounces import tell_opponents
 from pbmserv.sender.message import OutboxMail
 from pbmserv.sender.relay import PermanentFailure
 from pbmserv.service import incidents
-from pbmserv.service.bounces import blames_address, enhanced_status, record_bounce
+from pbmserv.service.bounces import bounce_kind, enhanced_status, record_bounce
 
 #: what the outbox says of a mail held back
 HELD = "not sent: mail to this address bounces ('pbmserv users bounces')"
@@ -43,15 +44,17 @@ def refused(settings: Settings, row: OutboxMail,
     """The row's new values and what goes with them, for the relay's 5xx ``exc``."""
     text = str(exc)[:2000]
     status = enhanced_status(text)
-    if exc.about == "sender" or not blames_address(exc.code, status):
+    kind = bounce_kind(status, exc.code)
+    if exc.about == "sender" or not (kind == BounceKind.HARD or status == "5.2.2"):
         return ({"status": OutboxStatus.FAILED, "last_error": text, "leased_by": None},
                 failed_for_good(settings, row, f"the relay answered {text}"))
     to, number = row.to_addr, row.id
 
     def count(session: Session) -> None:
         now = utcnow()
-        counted = record_bounce(session, settings, to, now, source="relay", status=status,
-                                detail=f"the relay answered {text}", outbox_id=number)
+        counted = record_bounce(session, settings, to, now, source="relay", kind=kind,
+                                status=status, detail=f"the relay answered {text}",
+                                outbox_id=number)
         if counted.suspended_now:
             tell_opponents(session, settings, to, now)
     return {"status": OutboxStatus.BOUNCED, "last_error": text, "leased_by": None}, count

@@ -1,12 +1,18 @@
 """Bounces: mail of ours that did not reach its address, counted per address.
 
-Each bounce (a DSN that came back to the VERP address of the mail, or the relay's 5xx
-for the address) is a row; an address's score is its bounces within the last
-``bounce_days`` days, each outgoing mail counted once.  At ``bounce_threshold`` the
-address is suspended: the sender sends it nothing (its mails are kept, marked
-``suppressed``) until its owner mails the server from it again, or the administrator
-clears it.  Many bounces within an hour, from any addresses, are a bounce storm: the
-administrator is told (the server's mail may be refused as a whole).
+Only bounces of our own mail are counted: a DSN that came back to the signed VERP
+address of one outgoing mail, or that names the Message-ID of one (pbmserv.processing.
+bounces), or the relay's 5xx for the address; each against that outgoing mail's
+recipient, and each outgoing mail once.  Each is a row of one kind
+(``bounce_kind``): *hard* (the address is dead), *soft* (a policy refusal, a full
+mailbox, any other permanent failure) or a *delay* (kept to be seen, never counted).
+An address's score of each kind is its bounces of that kind within the last
+``bounce_days`` days.  At ``bounce_threshold`` hard or ``soft_bounce_threshold`` soft
+bounces the address is suspended: the sender sends it nothing (its mails are kept,
+marked ``suppressed``) until its owner mails the server from it again, or the
+administrator clears it.  Many counted bounces within an hour, from any addresses, are
+a bounce storm: the administrator is told (the server's mail may be refused as a
+whole), in words of ours only.
 """
 
 from __future__ import annotations
@@ -31,13 +37,16 @@ from pbmserv.db.models import (
     User,
 )
 from pbmserv.db.prepared import Prepared
-from pbmserv.db.status import AlertKind, BoardStatus, InboundStatus, OutboxStatus
+from pbmserv.db.status import AlertKind, BoardStatus, BounceKind, InboundStatus, OutboxStatus
 from pbmserv.service import incidents
 
-#: this many bounces within STORM_WINDOW, from any addresses, are a bounce storm
+#: this many counted bounces within STORM_WINDOW, from any addresses, are a bounce storm
 STORM = 20
 STORM_WINDOW = timedelta(hours=1)
 _ENHANCED = re.compile(r"\b([245])\.(\d{1,3})\.(\d{1,3})\b")
+_REPLY_CODE = re.compile(r"\b([45][0-9][0-9])\b")
+#: the kinds that count toward a suspension and a storm
+COUNTED = (BounceKind.HARD, BounceKind.SOFT)
 
 
 def enhanced_status(text: str) -> str:
@@ -46,65 +55,100 @@ def enhanced_status(text: str) -> str:
     return found.group(0) if found else ""
 
 
-def blames_address(code: int, status: str) -> bool:
-    """Whether a permanent refusal is about the address (no such mailbox, no such
-    domain, mailbox disabled), not about the mail itself (its form, its size, a
-    policy), nor about us (the sender refused): only those count as bounces."""
-    if status:
-        return status.startswith(("5.1.", "5.2.1", "5.2.0"))
-    return code in (550, 551, 553)
+def reply_code(text: str) -> int | None:
+    """The first SMTP reply code (``550``) in ``text`` (a DSN's Diagnostic-Code), if any."""
+    found = _REPLY_CODE.search(text)
+    return int(found.group(1)) if found else None
+
+
+def bounce_kind(status: str, code: int | None, *, permanent: bool = True) -> BounceKind:
+    """What a failure says of the address.  Hard: the address itself is dead (5.1.x,
+    no such mailbox or domain, 5.1.10 a null MX; 5.2.1 the mailbox is disabled; 5.4.4
+    no route to the domain), or with no enhanced code (or the undefined 5.0.0) the
+    reply 550, 551 or 553, or a permanent failure that gives no code at all (an old
+    Postfix's "unknown user").  Soft: any other permanent failure (a policy refusal
+    5.7.x, a full mailbox 5.2.2, the mail's form or size).  A delay: not a permanent
+    failure (the mail is still tried)."""
+    if not permanent:
+        return BounceKind.DELAY
+    if status.startswith("5.1.") or status in ("5.2.1", "5.4.4"):
+        return BounceKind.HARD
+    undefined = status in ("", "5.0.0")
+    if undefined and (code in (550, 551, 553) or (code is None and not status)):
+        return BounceKind.HARD
+    return BounceKind.SOFT
 
 
 @dataclass(frozen=True)
 class Counted:
-    """A bounce as counted: the address, its score now, and whether this bounce
-    suspended it."""
+    """A bounce as recorded: the address, its scores now (hard and soft), whether it
+    counted (a delay never does, nor a second bounce of one outgoing mail), and
+    whether this bounce suspended it."""
 
     address: str
-    score: int
+    kind: BounceKind
+    hard: int
+    soft: int
     counted: bool
     suspended_now: bool
 
 
+def _score(session: Session, address: str, kind: BounceKind, since: datetime) -> int:
+    return int(session.scalar(select(func.count()).select_from(Bounce).where(
+        Bounce.address == address, Bounce.kind == kind, Bounce.at > since)) or 0)
+
+
 def record_bounce(session: Session, settings: Settings, address: str, now: datetime, *,
-                  source: str, status: str = "", detail: str = "",
-                  outbox_id: int | None = None, inbound_id: int | None = None) -> Counted:
-    """Count one bounce of ``address`` (once per outgoing mail); suspend the address
-    when its score reaches the threshold; open a bounce storm if bounces pour in."""
+                  source: str, kind: BounceKind = BounceKind.HARD, status: str = "",
+                  detail: str = "", outbox_id: int | None = None,
+                  inbound_id: int | None = None) -> Counted:
+    """Record one bounce of ``address`` (the recipient of outgoing mail ``outbox_id``,
+    counted once per outgoing mail; a delay once too, apart); suspend the address when
+    a score reaches its threshold; open a bounce storm if counted bounces pour in."""
     address = address.strip().lower()
     detail = " ".join(detail.split())[:1000]
-    counted = True
+    counts = kind in COUNTED
+    kinds = COUNTED if counts else (kind,)
+    new = True
     if outbox_id is not None:
-        counted = session.scalar(select(Bounce.id).where(Bounce.outbox_id == outbox_id)) is None
-        session.execute(update(OutboxMessage)
-                        .where(OutboxMessage.id == outbox_id,
-                               OutboxMessage.status.in_((OutboxStatus.SENT,
-                                                         OutboxStatus.FAILED,
-                                                         OutboxStatus.PENDING)))
-                        .values(status=OutboxStatus.BOUNCED, last_error=detail or None)
-                        .execution_options(synchronize_session=False))
-    if counted:
+        new = session.scalar(select(Bounce.id).where(Bounce.outbox_id == outbox_id,
+                                                     Bounce.kind.in_(kinds))) is None
+        if counts:
+            session.execute(update(OutboxMessage)
+                            .where(OutboxMessage.id == outbox_id,
+                                   OutboxMessage.status.in_((OutboxStatus.SENT,
+                                                             OutboxStatus.FAILED,
+                                                             OutboxStatus.PENDING)))
+                            .values(status=OutboxStatus.BOUNCED, last_error=detail or None)
+                            .execution_options(synchronize_session=False))
+    if new:
         session.add(Bounce(address=address, at=now, outbox_id=outbox_id, inbound_id=inbound_id,
-                           source=source, status=status[:16], detail=detail))
+                           source=source, kind=kind, status=status[:16], detail=detail))
         session.flush()
-    score = int(session.scalar(select(func.count()).select_from(Bounce).where(
-        Bounce.address == address, Bounce.at > now - timedelta(days=settings.bounce_days)))
-        or 0)
+    since = now - timedelta(days=settings.bounce_days)
+    hard = _score(session, address, BounceKind.HARD, since)
+    soft = _score(session, address, BounceKind.SOFT, since)
     suspended_now = False
-    if score >= settings.bounce_threshold and session.get(MailSuspension, address) is None:
-        session.add(MailSuspension(address=address, since=now, score=score,
+    over = hard >= settings.bounce_threshold or soft >= settings.soft_bounce_threshold
+    if counts and over and session.get(MailSuspension, address) is None:
+        session.add(MailSuspension(address=address, since=now,
+                                   score=hard if hard >= settings.bounce_threshold else soft,
                                    reason=detail or status))
         session.flush()
         suspended_now = True
-    if counted:
+    if new and counts:
         recent = int(session.scalar(select(func.count()).select_from(Bounce)
-                                    .where(Bounce.at > now - STORM_WINDOW)) or 0)
+                                    .where(Bounce.at > now - STORM_WINDOW,
+                                           Bounce.kind.in_(COUNTED))) or 0)
         if recent >= STORM:
+            # the server's own words only: the address is an outgoing mail's recipient,
+            # the status a code read as digits; the remote server's text stays out
             incidents.record(session, AlertKind.BOUNCE_STORM,
                              f"{recent} bounces within {_hours(STORM_WINDOW)}; the last: "
-                             f"{address}: {detail or status or 'no reason given'}", now,
+                             f"{address}" + (f" (outbox {outbox_id})" if outbox_id else "")
+                             + f", {kind} bounce, status {status or 'not given'}", now,
                              item=address[:60])
-    return Counted(address, score, counted, suspended_now)
+    return Counted(address, kind, hard, soft, new and counts, suspended_now)
 
 
 def _hours(span: timedelta) -> str:
@@ -178,22 +222,35 @@ def clear(session: Session, address: str | None, now: datetime | None = None) ->
 
 @dataclass(frozen=True)
 class AddressBounces:
-    """One address's bounces, for ``pbmserv users bounces``."""
+    """One address's bounces, for ``pbmserv users bounces``: each kind apart."""
 
     address: str
     userids: list[str]
-    score: int
+    #: hard and soft bounces within bounce_days (each toward its own threshold), and
+    #: delays (never counted)
+    hard: int
+    soft: int
+    delays: int
     last_at: datetime | None
+    #: the last bounce's kind ("" when only a suspension is left) and reason
+    last_kind: str
     last_reason: str
     suspended_since: datetime | None
 
+    @property
+    def score(self) -> int:
+        """The bounces that count, of both kinds."""
+        return self.hard + self.soft
+
 
 def bounce_list(session: Session, settings: Settings, now: datetime) -> list[AddressBounces]:
-    """Every address with bounces in the window or a suspension, worst first."""
+    """Every address with bounces (or delays) in the window or a suspension, worst first."""
     since = now - timedelta(days=settings.bounce_days)
-    scores: dict[str, int] = {row[0]: int(row[1]) for row in session.execute(
-        select(Bounce.address, func.count()).where(Bounce.at > since)
-        .group_by(Bounce.address))}
+    scores: dict[str, dict[BounceKind, int]] = {}
+    for address, kind, count in session.execute(
+            select(Bounce.address, Bounce.kind, func.count()).where(Bounce.at > since)
+            .group_by(Bounce.address, Bounce.kind)):
+        scores.setdefault(address, {})[BounceKind(kind)] = int(count)
     suspended = {s.address: s for s in session.scalars(select(MailSuspension))}
     out = []
     for address in set(scores) | set(suspended):
@@ -203,12 +260,16 @@ def bounce_list(session: Session, settings: Settings, now: datetime) -> list[Add
         userids = list(session.scalars(select(User.userid)
                                        .where(func.lower(User.email) == address)
                                        .order_by(User.key)))
+        kinds = scores.get(address, {})
         out.append(AddressBounces(
-            address, userids, int(scores.get(address, 0)),
+            address, userids, kinds.get(BounceKind.HARD, 0), kinds.get(BounceKind.SOFT, 0),
+            kinds.get(BounceKind.DELAY, 0),
             last.at if last else (held.since if held else None),
+            str(last.kind) if last else "",
             (last.detail or last.status) if last else (held.reason if held else ""),
             held.since if held else None))
-    return sorted(out, key=lambda a: (a.suspended_since is None, -a.score, a.address))
+    return sorted(out, key=lambda a: (a.suspended_since is None, -a.hard, -a.soft, -a.delays,
+                                      a.address))
 
 
 def boards_waiting_for(session: Session, address: str) -> list[tuple[Board, User]]:
@@ -235,7 +296,8 @@ class ProblemCounts:
     #: outgoing mails bounced (by a DSN or the relay's 5xx), and held back (suppressed)
     bounced_out: int
     suppressed_out: int
-    #: bounces counted, ever kept and in the last day; suspended addresses
+    #: bounces counted (hard and soft, not delays), ever kept and in the last day;
+    #: suspended addresses
     bounces: int
     bounces_last_day: int
     suspended: int
@@ -257,9 +319,10 @@ def problem_counts(session: Session, now: datetime) -> ProblemCounts:
         failed_out=int(by_status.get(OutboxStatus.FAILED, 0)),
         bounced_out=int(by_status.get(OutboxStatus.BOUNCED, 0)),
         suppressed_out=int(by_status.get(OutboxStatus.SUPPRESSED, 0)),
-        bounces=int(session.scalar(select(func.count()).select_from(Bounce)) or 0),
-        bounces_last_day=int(session.scalar(select(func.count()).select_from(Bounce)
-                                            .where(Bounce.at > now - timedelta(days=1))) or 0),
+        bounces=int(session.scalar(select(func.count()).select_from(Bounce)
+                                   .where(Bounce.kind.in_(COUNTED))) or 0),
+        bounces_last_day=int(session.scalar(select(func.count()).select_from(Bounce).where(
+            Bounce.at > now - timedelta(days=1), Bounce.kind.in_(COUNTED))) or 0),
         suspended=int(session.scalar(select(func.count()).select_from(MailSuspension)) or 0),
         open_alerts=int(session.scalar(select(func.count()).select_from(Alert).where(
             Alert.closed_at.is_(None), Alert.kind != AlertKind.REPORT)) or 0),
