@@ -104,6 +104,12 @@ def open_log_file(log_file: Path) -> logging.Handler:
     return handler
 
 
+#: libraries whose own log is kept below this level: flufl.bounce logs each of its
+#: detectors that raises, with its traceback, as an error, and a malformed bounce is
+#: no error of ours (pbmserv.mail.bounces catches it and reads the bounce itself)
+QUIET = {"flufl.bounce": logging.CRITICAL}
+
+
 def setup_logging(level: str, log_file: Path | None = None, syslog: bool = False) -> None:
     """Send the log where the settings say (replacing any earlier setup); raises
     SettingsError if the file cannot be opened.  A syslog with no socket to reach is a
@@ -143,6 +149,8 @@ def setup_logging(level: str, log_file: Path | None = None, syslog: bool = False
     audit_log.propagate = False
     root.setLevel(logging.WARNING)
     logging.getLogger("pbmserv").setLevel(level.upper())
+    for name, quiet in QUIET.items():
+        logging.getLogger(name).setLevel(quiet)
     audit_log.setLevel(logging.INFO)
     if syslog and to_syslog is None:
         logging.getLogger("pbmserv.logs").warning(

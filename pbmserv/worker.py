@@ -103,7 +103,8 @@ class WorkLoop:
         """One round: process a batch of stored mail, run the clock if due, send what
         is due (so replies go out batch by batch, however much mail waits: every
         SEND_EVERY seconds while mail keeps coming, at once when it stops).  Each step
-        runs whatever became of the others; the first failure is raised at the end."""
+        runs whatever became of the others; a failure is raised at the end, several
+        together as one ExceptionGroup (each is logged: see ``_run``)."""
         failures: list[Exception] = []
         processed = sent = 0
         try:
@@ -135,8 +136,10 @@ class WorkLoop:
                 sent = self.sender.send_due()
             except Exception as exc:
                 failures.append(exc)
-        if failures:
+        if len(failures) == 1:
             raise failures[0]
+        if failures:
+            raise ExceptionGroup(f"{len(failures)} steps of a worker round failed", failures)
         return processed, sent
 
     def drain(self) -> tuple[int, int]:
@@ -179,15 +182,25 @@ class WorkLoop:
                     log.warning("worker: working again")
                     trouble = ""
             except Exception as exc:
-                known = explain(exc, self.db.url)
-                said = known or describe(exc)
-                if said != trouble:  # an error not known here is logged with its traceback
-                    log.error("worker round failed, will try again every %ss: %s",
-                              self.interval, said, exc_info=known is None)
+                said = self._report(exc, trouble)
                 trouble = said
                 processed = 0
             if not processed and not self.stopping.is_set():
                 self._wait(bell)
+
+    def _report(self, exc: Exception, before: str) -> str:
+        """Log what failed in a round, each failure of it (unless the round before
+        failed in the very same words: a database that is down is logged once), an
+        error not known here with its traceback; returns what was said."""
+        failures = exc.exceptions if isinstance(exc, ExceptionGroup) else (exc,)
+        lines = [(explain(failure, self.db.url), failure) for failure in failures]
+        said = "; ".join(known or describe(failure) for known, failure in lines)
+        if said != before:
+            for known, failure in lines:
+                log.error("worker round failed, will try again every %ss: %s",
+                          self.interval, known or describe(failure),
+                          exc_info=None if known is not None else failure)
+        return said
 
     def stop(self) -> None:
         self.stopping.set()

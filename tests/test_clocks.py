@@ -3,6 +3,7 @@ database (every stored instant moved back by the same amount)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import timedelta
 
@@ -236,6 +237,41 @@ def test_sending_goes_on_when_the_clock_fails(mailer: Mailer, db: Database, sett
     with pytest.raises(RuntimeError, match="the clock is broken"):
         loop.once()
     assert [m["To"] for m in read_maildir(settings.maildir)] == ["alice@example.org"]
+
+
+def test_every_failure_of_a_round_is_raised_and_logged(
+        mailer: Mailer, db: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Two steps of one round fail: both are raised (not only the first) and both are
+    logged, each with its traceback; the same failures in the next round are not
+    logged again."""
+    mailer.reply("help")
+
+    def broken_clock(*args: object) -> None:
+        raise RuntimeError("the clock is broken")
+
+    def broken_digests(*args: object) -> None:
+        raise ValueError("the digests are broken")
+
+    monkeypatch.setattr(worker, "run_clocks", broken_clock)
+    monkeypatch.setattr(worker, "run_digests", broken_digests)
+    loop = WorkLoop(db, settings)
+    with pytest.raises(ExceptionGroup) as raised:
+        loop.once()
+    assert [str(e) for e in raised.value.exceptions] == ["the clock is broken",
+                                                         "the digests are broken"]
+    assert [m["To"] for m in read_maildir(settings.maildir)] == ["alice@example.org"]
+    with caplog.at_level(logging.ERROR, logger="pbmserv.worker"):
+        said = loop._report(raised.value, "")
+        again = loop._report(raised.value, said)
+    assert said == ("RuntimeError: the clock is broken; ValueError: the digests are broken")
+    assert again == said
+    logged = [(r.getMessage(), r.exc_info is not None) for r in caplog.records]
+    assert logged == [
+        ("worker round failed, will try again every 2.0s: RuntimeError: the clock is broken",
+         True),
+        ("worker round failed, will try again every 2.0s: ValueError: the digests are "
+         "broken", True)]
 
 
 def test_busy_worker_sends_every_little_while_and_at_once_when_mail_stops(

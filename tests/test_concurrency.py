@@ -189,6 +189,43 @@ def test_an_urgent_writer_of_another_process_is_seen_waiting(db_url: str) -> Non
         intake.dispose()
 
 
+_RAISE_AND_WAIT = """
+import sys
+from pathlib import Path
+from pbmserv.db.session import UrgentFlag
+flag = UrgentFlag(Path(sys.argv[1]))
+flag.set(True)
+print("raised", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_urgent_flags_of_two_processes_are_their_own(tmp_path: Path) -> None:
+    """Two processes' urgent writers wait at once (two deliver processes, say): the one
+    that gets the lock first lowers its own flag, not the other's, which is still seen
+    waiting; and a process that dies waiting leaves no flag raised."""
+    import signal
+
+    from pbmserv.db.session import UrgentFlag
+
+    path = tmp_path / "db.sqlite3-urgent"
+    looker, second = UrgentFlag(path), UrgentFlag(path)
+    first = subprocess.Popen([sys.executable, "-c", _RAISE_AND_WAIT, str(path)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout is not None and first.stdout.readline() == "raised\n"
+        assert looker.raised
+        second.set(True)
+        second.set(False)  # the second got the lock: it lowers its flag
+        assert looker.raised  # the first still waits, and is seen
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+        assert not looker.raised  # it died waiting: nothing is left raised
+    finally:
+        first.kill()
+        first.wait(timeout=30)
+
+
 def test_a_writer_waits_while_an_urgent_writer_of_another_process_waits(
         db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """SQLite's lock is no queue: a worker that commits and begins again at once wins

@@ -171,3 +171,19 @@ def test_a_log_file_that_cannot_be_written_is_one_clear_line(settings: Settings,
                            ": File exists; run pbmserv as the service's user (runuser -u "
                            "pbmserv -- pbmserv ...), give that user the file, or set another "
                            "log_file\n")
+
+
+def test_a_noisy_library_is_quieted_where_logging_is_set_up() -> None:
+    """flufl.bounce logs each of its detectors that raises as an error: its level is set
+    by setup_logging, with the rest of the log's setup, not by importing the module
+    that reads bounces."""
+    import pbmserv.mail.bounces  # noqa: F401  (reading bounces leaves the level alone)
+
+    flufl = logging.getLogger("flufl.bounce")
+    flufl.setLevel(logging.NOTSET)
+    try:
+        assert flufl.level == logging.NOTSET
+        logs.setup_logging("info")
+        assert flufl.level == logging.CRITICAL
+    finally:
+        flufl.setLevel(logging.NOTSET)

@@ -9,7 +9,7 @@ makes writers queue.  PostgreSQL needs no gate: rows are locked, not the databas
 
 from __future__ import annotations
 
-import mmap
+import fcntl
 import os
 import sqlite3
 import threading
@@ -41,31 +41,51 @@ _SYNCHRONOUS = "pbmserv_synchronous"
 
 
 class UrgentFlag:
-    """Whether an urgent writer of another process waits for SQLite's lock: a byte in a
-    small file beside the database, mapped into every process's memory (reading it
-    costs no system call), so a long writer elsewhere can finish up as it does for an
-    urgent writer of its own process."""
+    """Whether an urgent writer of another process waits for SQLite's lock: a shared
+    lock (``flock``) on a small file beside the database, held by each process whose
+    urgent writer waits.  Any number hold it at once, each its own, and the kernel lets
+    a process's go when it ends: one writer never lowers another's flag, and a writer
+    that died leaves none raised.  Looking is a try for the exclusive lock, let go at
+    once (two system calls); a lock held through another open of the file, in this
+    process or another, makes it fail."""
 
     def __init__(self, path: Path) -> None:
-        self._map: mmap.mmap | None = None
+        self._hold: int | None = None
+        self._look: int | None = None
+        self._waiting = 0
+        self._count = threading.Lock()
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                if os.fstat(fd).st_size < 1:
-                    os.ftruncate(fd, 1)
-                self._map = mmap.mmap(fd, 1)
-            finally:
-                os.close(fd)
+            self._hold = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            self._look = os.open(path, os.O_RDWR)
         except OSError:  # a read-only place: no flag, writers only queue
-            self._map = None
+            for fd in (self._hold, self._look):
+                if fd is not None:
+                    os.close(fd)
+            self._hold = self._look = None
 
     def set(self, waiting: bool) -> None:
-        if self._map is not None:
-            self._map[0] = 1 if waiting else 0
+        """Raise (or lower) this process's flag; raised by several threads of the
+        process at once, it falls when the last of them lowers it."""
+        if self._hold is None:
+            return
+        with self._count:
+            before = self._waiting
+            self._waiting = max(before + (1 if waiting else -1), 0)
+            if before == 0 and self._waiting == 1:
+                fcntl.flock(self._hold, fcntl.LOCK_SH)
+            elif before == 1 and self._waiting == 0:
+                fcntl.flock(self._hold, fcntl.LOCK_UN)
 
     @property
     def raised(self) -> bool:
-        return self._map is not None and self._map[0] != 0
+        if self._look is None:
+            return False
+        try:
+            fcntl.flock(self._look, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(self._look, fcntl.LOCK_UN)
+        return False
 
 
 #: the flag of each SQLite database file this process opened, by its path
@@ -136,6 +156,7 @@ def _sqlite_begin(conn: Any) -> None:
     # the CPU, and there may be dozens while a worker process finishes its batch.
     driver = conn.connection.driver_connection
     driver.execute("PRAGMA busy_timeout=0")
+    raised = False
     try:
         deadline = time.monotonic() + BUSY_TIMEOUT
         while True:
@@ -145,11 +166,12 @@ def _sqlite_begin(conn: Any) -> None:
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or time.monotonic() > deadline:
                     raise
-                if flag is not None:
+                if flag is not None and not raised:
                     flag.set(True)
+                    raised = True
                 time.sleep(URGENT_RETRY)
     finally:
-        if flag is not None:
+        if flag is not None and raised:
             flag.set(False)
         driver.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
 

@@ -33,9 +33,6 @@ from pbmserv.mail.headers import address_of
 from pbmserv.mail.text import clean_line
 
 log = logging.getLogger(__name__)
-# flufl.bounce logs each detector that raises, with its traceback, as an error: a
-# malformed bounce is no error of ours (we catch it and read it ourselves)
-logging.getLogger("flufl.bounce").setLevel(logging.CRITICAL)
 #: the text read of a bounce's parts
 MAX_TEXT = 256 * 1024
 #: the most of a bounce that is read: what it says comes first, the mail it returns

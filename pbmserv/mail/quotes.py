@@ -67,12 +67,6 @@ _DATE_THEN_ADDRESS = re.compile(r"^\d{4}[/-]\d{1,2}[/-]\d{1,2}\s.{1,200}<[^<>\s]
 _LEAD = re.compile(r"^[\s>*_-]+")
 
 
-def is_attribution(text: str) -> bool:
-    """Whether ``text`` (one line, or a wrapped one joined) is surely an attribution:
-    it names a date, a time or an address the way mail programs write them."""
-    return _attribution_kind(text) == _SURE
-
-
 _SURE, _WEAK = 2, 1
 
 
