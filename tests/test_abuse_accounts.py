@@ -9,7 +9,7 @@ from datetime import timedelta
 from sqlalchemy import select
 
 from pbmserv.config import Settings
-from pbmserv.db.models import Board, OutboxMessage, User
+from pbmserv.db.models import AuthThrottle, Board, OutboxMessage, User
 from pbmserv.db.session import Database
 from pbmserv.timers import run_lapses
 from tests.conftest import Mailer
@@ -127,3 +127,24 @@ def test_a_round_robin_of_unconfirmed_accounts_in_one_mail_makes_nothing(
         f"victim+{n}@example.net" for n in range(5)]
     with db.transaction() as s:
         assert s.scalars(select(Board)).all() == []
+
+
+def test_a_strangers_wrong_codes_never_hold_up_the_owner(mailer: Mailer, db: Database) -> None:
+    """Issue 34: ten wrong 'confirm newbie5 ...' from a stranger pause the stranger's
+    codes; the owner's reply confirms all the same, and the owner's password is not
+    held up either."""
+    [reply] = mailer.send("signup newbie5 pw-newbie-5", sender="newbie5@example.org")
+    lines = "\n".join(f"confirm newbie5 abcd-efgh-jk{n:02d}" for n in range(10))
+    text = flat(mailer.reply("multiple", lines, sender="mallory@example.net"))
+    assert ("ERROR: too many wrong confirmation codes have been tried for this account from "
+            "your address, so its confirmation codes are paused until ") in text
+    assert "Reply to the confirmation mail as it is: its Subject is the command." in text
+    with db.transaction() as s:
+        held = {row.key: row.failures for row in s.scalars(select(AuthThrottle))}
+    assert held == {"confirm:newbie5|mallory@example.net": 5}
+    [welcome] = mailer.answer(reply)
+    assert welcome.subject == "pbmserv: welcome, newbie5"
+    assert "has been started" in mailer.reply("honeydonuts challenge newbie5 bot1",
+                                              sender="newbie5@example.org")
+    assert "You resigned" in mailer.reply("honeydonuts resign 101 newbie5 pw-newbie-5",
+                                          sender="newbie5@example.org")

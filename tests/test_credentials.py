@@ -57,9 +57,13 @@ def test_a_stranger_cannot_keep_a_player_from_moving_or_recovering(
     assert board_mail.reply_to is not None
     wrong = "\n".join(f"signoff alice guess{n}" for n in range(6))
     mailer.reply("multiple", wrong, sender="mallory@example.net")
-    # alice's own password is paused now, for anyone...
-    assert PAUSED in flat(mailer.reply("honeydonuts move 101 alice pw-alice a1-b1"))
-    # ...but her reply address still plays her move
+    # alice's password is paused now, from any address but hers...
+    assert PAUSED in flat(mailer.reply("honeydonuts move 101 alice pw-alice a1-b1",
+                                       sender="alice@work.example"))
+    # ...but not from her own, where mallory's guesses never hold her up
+    text = mailer.reply("vacation alice pw-alice")
+    assert "ERROR" not in text and PAUSED not in flat(text)
+    # and her reply address still plays her move
     assert "Your move a1-b1 on Honey Donuts board 101" in flat(
         by_reply(mailer, board_mail.reply_to, "a1-b1"))
     # and a reset code still works, the new password at once
@@ -69,7 +73,7 @@ def test_a_stranger_cannot_keep_a_player_from_moving_or_recovering(
     assert "The password of alice has been changed" in done
     text = mailer.reply("honeydonuts moves 101 ", sender="alice@example.org")
     assert "ERROR" not in text
-    text = mailer.reply("vacation alice kettle-blue-7")
+    text = mailer.reply("vacation alice kettle-blue-7", sender="alice@work.example")
     assert "ERROR" not in text and PAUSED not in flat(text)
 
 

@@ -26,7 +26,7 @@ from pbmserv.service.accounts import (
     set_password,
 )
 from pbmserv.service.errors import PlayerError
-from pbmserv.service.throttle import account_key, sender_key
+from pbmserv.service.throttle import code_key
 from pbmserv.service.tournaments import TournamentService
 
 
@@ -82,7 +82,8 @@ class Confirm(Command):
         ctx.passwords.add(inv.args[1])
         now = ctx.service.now
         user = existing_user(ctx.session, inv.args[0])
-        check_not_locked(ctx.session, (account_key(user.userid), sender_key(ctx.sender)), now)
+        key = code_key("confirm", user.userid, ctx.sender)
+        check_not_locked(ctx.session, (key, key), now, what="confirmation codes")
         confirmations.confirm(user, inv.args[1], ctx.sender, now, ctx.settings.confirm_days)
         return Result(render("commands/confirmed.txt.j2", userid=user.userid,
                              email=user.email),

@@ -87,12 +87,15 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
     (``loaded``: accounts in the session already, see find_user).
 
     A wrong password raises a PlayerError naming the throttle keys to charge; the
-    caller records the failure outside the command's savepoint, so it sticks.
+    caller records the failure outside the command's savepoint, so it sticks.  The
+    account's lock does not hold up mail from the account's own address: strangers'
+    wrong passwords pause the strangers, not the owner (see pbmserv.service.throttle).
     """
     now = now or utcnow()
-    keys = (account_key(userid), sender_key(sender))
-    counted = check_not_locked(session, keys, now)
     user = find_user(session, userid, loaded) if USERID_RE.match(userid) else None
+    keys = (account_key(userid), sender_key(sender))
+    own = user is not None and user.email == sender.lower()
+    counted = check_not_locked(session, keys, now, exempt=keys[0] if own else None)
     if user is not None and user.disabled_at is not None:
         raise PlayerError(disabled_message(user))
     if user is not None and user.confirmed_at is None and user.bot is None:
@@ -105,28 +108,49 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
             "userid comes first, then the password)",
             failed_keys=keys,
         )
-    if keys[0] in counted:
+    if keys[0] in counted and not locked(counted.get(keys[0]), now):
+        # the owner's slips are forgiven; a lock stays until its time is up, so that
+        # the owner's right password gives no stranger fresh guesses
         record_success(session, keys[0])
     return user
 
 
+def locked(until: datetime | None, now: datetime) -> bool:
+    return until is not None and until > now
+
+
+#: what each kind of throttled check is called in a refusal, why it is paused, and
+#: what the player can do meanwhile
+PAUSED = {
+    "passwords": (
+        "too many wrong passwords have been tried for this account or from your "
+        "address, so password checks are paused",
+        "Mail from the account's own address is not held up by others' wrong passwords. "
+        "If you forgot your password, send 'reset <userid>' for a code; a code still "
+        "works while password checks are paused."),
+    "reset codes": (
+        "too many wrong reset codes have been tried for this account from your "
+        "address, so its reset codes are paused",
+        "Copy the code from the newest reset mail exactly."),
+    "confirmation codes": (
+        "too many wrong confirmation codes have been tried for this account from your "
+        "address, so its confirmation codes are paused",
+        "Reply to the confirmation mail as it is: its Subject is the command."),
+}
+
+
 def check_not_locked(session: Session, keys: tuple[str, str], now: datetime, *,
-                     what: str = "passwords") -> dict[str, datetime | None]:
-    """The throttle's counts of the (account, sender) keys; a PlayerError saying until
-    when, if either is locked (``what``: passwords, or reset codes)."""
+                     what: str = "passwords", exempt: str | None = None,
+                     ) -> dict[str, datetime | None]:
+    """The throttle's counts of two keys (the same key twice for a code's); a
+    PlayerError saying until when, if either is locked (but ``exempt``).  ``what``
+    names the checks: a key of PAUSED."""
     counted = throttled(session, *keys)
-    until = max((u for k, u in counted.items() if u is not None and u > now), default=None)
+    until = max((u for k, u in counted.items() if k != exempt and u is not None
+                 and locked(u, now)), default=None)
     if until is not None:
         minutes = max(1, math.ceil((until - now).total_seconds() / 60))
-        if what == "passwords":
-            why = ("too many wrong passwords have been tried for this account or from "
-                   "your address, so password checks are paused")
-            after = ("If you forgot your password, send 'reset <userid>' for a code; a "
-                     "code still works while password checks are paused.")
-        else:
-            why = ("too many wrong reset codes have been tried for this account from "
-                   "your address, so its reset codes are paused")
-            after = "Copy the code from the newest reset mail exactly."
+        why, after = PAUSED[what]
         raise PlayerError(
             f"{why} until {until:%Y-%m-%d %H:%M} UTC (about {minutes} "
             f"minute{'s' if minutes != 1 else ''} from now); try again then. {after}")

@@ -26,7 +26,7 @@ from pbmserv.db.models import User
 from pbmserv.service.accounts import close_account
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.resets import new_code, normal_code
-from pbmserv.service.throttle import account_key, sender_key
+from pbmserv.service.throttle import code_key
 
 DAY = timedelta(days=1)
 
@@ -73,7 +73,9 @@ def check_signup(session: Session, sender: str, email: str, now: datetime, *,
 
 
 def confirm(user: User, code: str, sender: str, now: datetime, days: int) -> None:
-    """Confirm ``user`` with ``code`` (a wrong code is charged like a wrong password)."""
+    """Confirm ``user`` with ``code``; a wrong code is charged to the confirmation
+    codes' own key for the account and the sender (see throttle.code_key), so that a
+    stranger's guesses never pause the owner's code nor lock the owner out."""
     if user.confirmed_at is not None:
         raise PlayerError(f"the account {user.userid} is confirmed already; nothing to do")
     if lapsed(user, now, days) or user.confirm_code_hash is None:
@@ -82,7 +84,7 @@ def confirm(user: User, code: str, sender: str, now: datetime, days: int) -> Non
     if not hmac.compare_digest(code_hash(code), user.confirm_code_hash):
         raise PlayerError(f"that is not the code mailed to {user.userid}'s address; reply to "
                           "the confirmation mail as it is, or copy its Subject exactly",
-                          failed_keys=(account_key(user.userid), sender_key(sender)))
+                          failed_keys=(code_key("confirm", user.userid, sender),))
     user.confirmed_at = now
     user.confirm_code_hash = None
 
