@@ -1,17 +1,20 @@
 """Confirmed addresses: an account works once its address answered the one mail the
 signup sends there; until then nothing else reaches that address, nobody can
-challenge, subscribe or enter it, and it lapses after ``confirm_days``."""
+challenge, subscribe or enter it, no page shows it, and it lapses after
+``confirm_hours``."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 from sqlalchemy import select
+from starlette.testclient import TestClient
 
 from pbmserv.config import Settings
 from pbmserv.db.models import AuthThrottle, Board, OutboxMessage, User
 from pbmserv.db.session import Database
 from pbmserv.timers import run_lapses
+from pbmserv.web import create_app
 from tests.conftest import Mailer
 
 
@@ -92,22 +95,70 @@ def test_one_sender_opens_few_accounts(mailer: Mailer, db: Database) -> None:
 
 def test_an_unconfirmed_account_lapses(mailer: Mailer, db: Database,
                                        settings: Settings) -> None:
+    """Issue 34: an unconfirmed signup holds its userid for hours (24, the default
+    confirm_hours), not a week."""
     [reply] = mailer.send("signup late pw-late-1", sender="late@example.org")
-    def age(days: float) -> None:
+    def age(hours: float) -> None:
         with db.transaction() as s:
             user = s.scalar(select(User).where(User.key == "late"))
             assert user is not None
-            user.created_at -= timedelta(days=days)
+            user.created_at -= timedelta(hours=hours)
 
-    age(6)
+    age(1)
+    with db.transaction() as s:
+        lapses = s.scalar(select(User.created_at).where(User.key == "late"))
+        assert lapses is not None
+        lapses += timedelta(hours=24)
+    assert flat(mailer.reply("signup late pw-late-2", sender="other@example.org")).endswith(
+        "ERROR: the userid '...' is held by a signup that waits for its confirmation; "
+        f"unless it is confirmed, it is free again at {lapses:%Y-%m-%d %H:%M} UTC: choose "
+        "another, or try then -- pbmserv <pbmserv@localhost>: send \"help\" for the commands.")
+    age(22)
     assert run_lapses(db, settings) == 0
     age(1.001)
-    assert ("ERROR: the account late was not confirmed within 7 days and has lapsed; sign up "
-            "again") in flat(mailer.answer(reply)[0].body)
+    assert ("ERROR: the account late was not confirmed within 24 hours and has lapsed; sign "
+            "up again") in flat(mailer.answer(reply)[0].body)
     assert run_lapses(db, settings) == 1
     # the userid is free again
     [again] = mailer.send("signup late pw-late-1", sender="other@example.org")
     assert again.subject.startswith("confirm late ")
+
+
+def test_a_signup_in_a_newcomers_name_never_blocks_their_own(mailer: Mailer,
+                                                             db: Database) -> None:
+    """Issue 34: 'signup zzblock1 pw newcomer@victim.example' from a stranger made the
+    newcomer's own signup wait for a week; now a signup from the address itself goes
+    ahead (it may even take that userid), lapsing the stranger's."""
+    mailer.send("signup zzblock1 pw-block-1 newcomer@victim.example",
+                sender="mallory@example.net")
+    out = mailer.send("signup zzblock1 pw-newcomer-1", sender="newcomer@victim.example")
+    [reply] = out  # the reply is the confirmation itself: nothing else is mailed
+    assert reply.subject.startswith("confirm zzblock1 ")
+    [welcome] = mailer.answer(reply)
+    assert welcome.subject == "pbmserv: welcome, zzblock1"
+    assert "ERROR" not in mailer.reply("vacation zzblock1 pw-newcomer-1",
+                                       sender="newcomer@victim.example")
+    with db.transaction() as s:
+        keys = sorted(s.scalars(select(User.key).where(User.email == "newcomer@victim.example")))
+    assert keys[0] == "zzblock1" and keys[1].startswith("zzblock1#lapsed")
+    # the newcomer's own signup that waits is theirs: nobody lapses it, not even they
+    mailer.send("signup other1 pw-other-1", sender="other@victim.example")
+    assert ("ERROR: the account other1 for other@victim.example waits for its confirmation "
+            "already") in flat(mailer.reply("signup other2 pw-other-2",
+                                            sender="other@victim.example"))
+    assert ("ERROR: the account other1 for ***** waits for its confirmation already"
+            ) in flat(mailer.reply("signup other3 pw-other-3 other@victim.example",
+                                   sender="mallory@example.net"))
+
+
+def test_no_page_shows_an_unconfirmed_account(mailer: Mailer, db: Database,
+                                              settings: Settings) -> None:
+    client = TestClient(create_app(db, settings))
+    [reply] = mailer.send("signup newbie pw-newbie-1", sender="newbie@example.org")
+    assert client.get("/players/newbie").status_code == 404
+    mailer.answer(reply)
+    page = client.get("/players/newbie")
+    assert page.status_code == 200 and "newbie" in page.text
 
 
 def test_a_round_robin_of_unconfirmed_accounts_in_one_mail_makes_nothing(

@@ -46,13 +46,13 @@ class Signup(Command):
         check_userid(inv.args[0])
         confirmations.check_signup(ctx.session, ctx.sender, check_email(email), now,
                                    per_day=settings.signups_per_sender_day,
-                                   days=settings.confirm_days)
-        confirmations.free_lapsed(ctx.session, inv.args[0], now, settings.confirm_days)
+                                   hours=settings.confirm_hours)
+        confirmations.claim(ctx.session, inv.args[0], now, settings.confirm_hours)
         user = open_account(ctx.session, inv.args[0], inv.args[1], email,
                             reserve_days=settings.userid_reserve_days, now=now)
         user.created_at = now
         code = confirmations.start(user, ctx.sender)
-        lapses = confirmations.lapses_at(user, settings.confirm_days)
+        lapses = confirmations.lapses_at(user, settings.confirm_hours)
         subject = f"confirm {user.userid} {code}"
         here = user.email == ctx.sender.lower()
         if not here:  # the one mail to that address until it answers
@@ -84,7 +84,7 @@ class Confirm(Command):
         user = existing_user(ctx.session, inv.args[0])
         key = code_key("confirm", user.userid, ctx.sender)
         check_not_locked(ctx.session, (key, key), now, what="confirmation codes")
-        confirmations.confirm(user, inv.args[1], ctx.sender, now, ctx.settings.confirm_days)
+        confirmations.confirm(user, inv.args[1], ctx.sender, now, ctx.settings.confirm_hours)
         return Result(render("commands/confirmed.txt.j2", userid=user.userid,
                              email=user.email),
                       subject=f"pbmserv: welcome, {user.userid}")

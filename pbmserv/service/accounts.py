@@ -50,6 +50,21 @@ def find_user(session: Session, userid: str, loaded: Iterable[User] = ()) -> Use
     return session.scalar(_BY_KEY, {"key": key})
 
 
+def is_confirmed(user: User) -> bool:
+    """Whether the account's address has answered its confirmation mail (the bots
+    have no address and need none).  Until it has, the account is shown nowhere."""
+    return user.confirmed_at is not None or user.bot is not None
+
+
+def shown_user(session: Session, userid: str) -> User | None:
+    """The account a page shows as ``userid``: the open, confirmed one, else the one
+    that signed off last (their finished boards still name them); None if neither."""
+    user = find_user(session, userid) if USERID_RE.match(userid) else None
+    if user is not None and is_confirmed(user):
+        return user
+    return closed_account(session, userid)
+
+
 def has_account(session: Session, address: str) -> bool:
     """Whether ``address`` is the mail address of an open, confirmed account (a signup
     in someone's name does not make their address an account's)."""
@@ -98,7 +113,7 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
     counted = check_not_locked(session, keys, now, exempt=keys[0] if own else None)
     if user is not None and user.disabled_at is not None:
         raise PlayerError(disabled_message(user))
-    if user is not None and user.confirmed_at is None and user.bot is None:
+    if user is not None and not is_confirmed(user):
         raise PlayerError(not_confirmed_message(user))
     if user is None or not check_password(user.password_hash, password):
         # neither word is quoted: in a command written out of order either may be
@@ -167,7 +182,7 @@ def check_enabled(user: User) -> User:
     answered its confirmation mail yet."""
     if user.disabled_at is not None:
         raise PlayerError(disabled_message(user))
-    if user.confirmed_at is None and user.bot is None:
+    if not is_confirmed(user):
         raise PlayerError(not_confirmed_message(user))
     return user
 
