@@ -5,14 +5,21 @@ challenge, subscribe or enter it, no page shows it, and it lapses after
 
 from __future__ import annotations
 
+import random
+import string
 from datetime import timedelta
+from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
+from pbmserv import spelling
 from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import AuthThrottle, Board, OutboxMessage, User
 from pbmserv.db.session import Database
+from pbmserv.service.accounts import SUGGESTION_CANDIDATES
 from pbmserv.timers import run_lapses
 from pbmserv.web import create_app
 from tests.conftest import Mailer
@@ -199,3 +206,60 @@ def test_a_strangers_wrong_codes_never_hold_up_the_owner(mailer: Mailer, db: Dat
                                               sender="newbie5@example.org")
     assert "You resigned" in mailer.reply("honeydonuts resign 101 newbie5 pw-newbie-5",
                                           sender="newbie5@example.org")
+
+
+def test_did_you_mean_for_a_userid_compares_a_bounded_few(
+        mailer: Mailer, db: Database, settings: Settings,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34: 50 lines 'reset <unknown 32-character userid>' with 1,000 unconfirmed
+    accounts cost 17.4 s: each line was compared with every open account of a like
+    length.  Now a line compares at most SUGGESTION_CANDIDATES, the confirmed accounts
+    nearest it (never an unconfirmed one), by mail and on the web alike."""
+    check_bounded_suggestions(mailer, db, settings, monkeypatch)
+
+
+@pytest.mark.postgres
+def test_did_you_mean_for_a_userid_on_postgres(pg_url: str, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = Settings(database_url=pg_url, maildir=tmp_path / "mail")
+    db = Database(pg_url)
+    try:
+        check_bounded_suggestions(Mailer(db, settings), db, settings, monkeypatch)
+    finally:
+        db.dispose()
+
+
+def check_bounded_suggestions(mailer: Mailer, db: Database, settings: Settings,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(34)
+    def uid() -> str:
+        return "z" + "".join(rng.choice(string.ascii_lowercase) for _ in range(31))
+    with db.transaction() as s:
+        for n in range(400):
+            name = uid()
+            s.add(User(key=name, userid=name, password_hash="!", email=f"u{n}@example.net",
+                       confirmed_at=utcnow() if n % 4 == 0 else None,
+                       confirm_code_hash=None if n % 4 == 0 else "x"))
+        confirmed = list(s.scalars(select(User.userid).where(User.confirmed_at.is_not(None))))
+        unconfirmed = s.scalar(select(User.userid).where(User.confirmed_at.is_(None)))
+    assert unconfirmed is not None
+    compared: list[tuple[str, str]] = []
+    counted = spelling.distance
+    def distance(a: str, b: str, limit: int | None = None) -> int:
+        compared.append((a, b))
+        return counted(a, b) if limit is None else counted(a, b, limit)
+    monkeypatch.setattr(spelling, "distance", distance)
+    lines = [f"reset {uid()}" for _ in range(48)]
+    slip = confirmed[7][:-1] + ("a" if confirmed[7][-1] != "a" else "b")
+    lines += [f"reset {slip}", f"reset {unconfirmed[:-1]}"]
+    text = flat(mailer.reply("multiple", "\n".join(lines), sender="mallory@example.net"))
+    assert len(compared) <= 50 * SUGGESTION_CANDIDATES
+    assert not {b for _, b in compared} & {unconfirmed.lower()}
+    assert f"(did you mean {confirmed[7]}?)" in text
+    assert "did you mean" not in text.replace(f"(did you mean {confirmed[7]}?)", "")
+    compared.clear()
+    client = TestClient(create_app(db, settings))
+    page = client.get(f"/players/{slip}")
+    assert page.status_code == 404 and f"did you mean {confirmed[7]}?" in page.text
+    assert client.get(f"/players/{unconfirmed}").status_code == 404
+    assert len(compared) <= 2 * SUGGESTION_CANDIDATES

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import bindparam, delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.base import utcnow
@@ -20,11 +20,12 @@ from pbmserv.db.models import (
     Subscription,
     User,
 )
+from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import BoardStatus, SeekStatus
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.passwords import check_password, hash_password
 from pbmserv.service.throttle import account_key, record_success, sender_key, throttled
-from pbmserv.spelling import closest
+from pbmserv.spelling import allowed_slips, closest
 
 USERID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}$")
 EMAIL_RE = re.compile(r"^[^@\s<>\"',;:]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$")
@@ -84,16 +85,49 @@ def existing_user(session: Session, userid: str) -> User:
     return user
 
 
+#: the most accounts a "did you mean" compares a userid with: the nearest in the
+#: order of userids, half on either side
+SUGGESTION_CANDIDATES = 20
+
+
+def _near(after: bool) -> Prepared:
+    """The userids of the confirmed open accounts (and the bots) with a key from
+    ``low`` up to ``high`` and a length a slip away: the first ones ``after`` the low
+    end, or the last ones before the high end (one bound each way, so that the look-up
+    starts where the typed userid would be in the index)."""
+    length = func.length(User.key)
+    query = select(User.userid).where(
+        User.key >= bindparam("low"), User.key < bindparam("high"),
+        User.closed_at.is_(None), or_(User.confirmed_at.is_not(None), User.bot.is_not(None)),
+        length >= bindparam("shortest"), length <= bindparam("longest"))
+    query = query.order_by(User.key if after else User.key.desc())
+    return Prepared(query.limit(SUGGESTION_CANDIDATES // 2))
+
+
+_NEAR = (_near(after=True), _near(after=False))
+
+
 def similar_userid(session: Session, userid: str) -> str | None:
-    """The open account whose userid is nearest ``userid``, if one is a slip away.
-    (Userids are public: the ratings and the web pages list them.)"""
+    """The confirmed open account whose userid is nearest ``userid``, if one is a slip
+    away.  (Userids are public: the ratings and the web pages list them; an
+    unconfirmed account is shown nowhere.)
+
+    Its cost is bounded whatever the accounts: two look-ups along the index of userids,
+    of at most SUGGESTION_CANDIDATES // 2 rows each (those of the same first letter and
+    a length a slip away, nearest the typed one in the order of userids), so at most
+    SUGGESTION_CANDIDATES comparisons, each of bounded cost (see pbmserv.spelling).
+    A slip in the first letter is not looked for."""
     if not USERID_RE.match(userid):
         return None
-    length = func.length(User.key)
-    keys = session.scalars(select(User.userid).where(
-        User.closed_at.is_(None), length >= len(userid) - 2, length <= len(userid) + 2)
-        .order_by(User.id))
-    return closest(userid, keys)
+    typed = userid.lower()
+    slips = allowed_slips(typed)
+    first, past = typed[0], chr(ord(typed[0]) + 1)
+    lengths = {"shortest": len(typed) - slips, "longest": len(typed) + slips}
+    after, before = _NEAR
+    connection = session.connection()
+    near = [*after.rows(connection, {"low": typed, "high": past, **lengths}),
+            *before.rows(connection, {"low": first, "high": typed, **lengths})]
+    return closest(userid, [row[0] for row in near])
 
 
 def authenticate(session: Session, userid: str, password: str, sender: str,
