@@ -62,7 +62,7 @@ def test_a_stranger_cannot_use_up_a_players_challenges(mailer: Mailer, db: Datab
     assert strangers in flat(mailer.reply("honeydonuts challenge carol p40",
                                           sender="mallory@example.net"))
     # the real opponent, from their own address, and p40 themselves, are not refused
-    for n in range(10):
+    for _ in range(10):
         assert "has been started" in mailer.reply("honeydonuts challenge bob p40",
                                                   sender="bob@example.org")
     assert ("ERROR: bob has challenged p40 to 10 boards in the last 24 hours, the most a "

@@ -314,10 +314,13 @@ def set_address(session: Session, user: User, email: str) -> str:
 
 
 def revoke(session: Session, user: User) -> None:
-    """The password or address changed: the account's pending reset code and every
-    move-by-reply address made for it before are void."""
+    """The password or address changed: the account's pending reset code, a new
+    address waiting for its confirmation, and every move-by-reply address made for it
+    before are void."""
     user.credential_changes += 1
     session.execute(delete(PasswordReset).where(PasswordReset.user_id == user.id))
+    if user.new_email is not None:
+        user.new_email = user.new_email_at = user.confirm_code_hash = None
 
 
 def active_boards(session: Session, user: User) -> list[tuple[str, int]]:

@@ -11,6 +11,11 @@ lapses (it is closed and its userid is free again).  One sender opens at most
 confirmation at a time; but a signup from that address itself goes ahead, lapsing
 what others signed up in its name (nobody can keep a newcomer from signing up).
 
+A new address given by ``change address`` is confirmed the same way, before it takes
+effect: a code goes to the new address (the same ``confirm USERID CODE``), the old
+address is told, and the account's mail goes on to the old address until the new
+one answers, within ``confirm_hours``.
+
 The code is kept as its SHA-256 only: it is random (about 59 bits), so no slow hash
 is needed to keep it from being guessed from the table.
 """
@@ -21,11 +26,11 @@ import hashlib
 import hmac
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import User
-from pbmserv.service.accounts import close_account
+from pbmserv.service.accounts import close_account, set_address
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.resets import new_code, normal_code
 from pbmserv.service.throttle import code_key
@@ -97,6 +102,40 @@ def claim(session: Session, userid: str, now: datetime, hours: int) -> None:
     session.flush()
 
 
+def start_address(user: User, email: str, now: datetime) -> str:
+    """Make ``email`` the account's new address once it answers; returns the code to
+    mail there (a request made before is replaced)."""
+    if email == user.email:
+        raise PlayerError(f"mail for {user.userid} goes to {email} already; nothing to "
+                          "change")
+    code = new_code()
+    user.new_email, user.new_email_at = email, now
+    user.confirm_code_hash = code_hash(code)
+    return code
+
+
+def address_lapses_at(user: User, hours: int) -> datetime | None:
+    return None if user.new_email_at is None else user.new_email_at + timedelta(hours=hours)
+
+
+def confirm_address(session: Session, user: User, code: str, sender: str, now: datetime,
+                    hours: int) -> str:
+    """Move ``user``'s mail to the new address its ``code`` was mailed to; returns the
+    old address.  A wrong code is charged as in ``confirm``."""
+    lapses = address_lapses_at(user, hours)
+    if user.new_email is None or user.confirm_code_hash is None or lapses is None:
+        raise PlayerError(f"the account {user.userid} is confirmed already; nothing to do")
+    if lapses <= now:
+        raise PlayerError(f"the new address of {user.userid} was not confirmed within {hours} "
+                          "hours, so its mail still goes to the old one; to move it, send "
+                          "'change address' again")
+    if not hmac.compare_digest(code_hash(code), user.confirm_code_hash):
+        raise PlayerError(f"that is not the code mailed to {user.userid}'s new address; reply "
+                          "to the confirmation mail as it is, or copy its Subject exactly",
+                          failed_keys=(code_key("confirm", user.userid, sender),))
+    return set_address(session, user, user.new_email)
+
+
 def confirm(user: User, code: str, sender: str, now: datetime, hours: int) -> None:
     """Confirm ``user`` with ``code``; a wrong code is charged to the confirmation
     codes' own key for the account and the sender (see throttle.code_key), so that a
@@ -123,6 +162,10 @@ def lapse_due(session: Session, now: datetime, hours: int) -> int:
         User.created_at <= now - timedelta(hours=hours)).limit(500)))
     for user in due:
         lapse(session, user, now)
+    # new addresses that never answered: the request is void, forget it
+    session.execute(update(User).where(
+        User.new_email_at <= now - timedelta(hours=hours), User.confirmed_at.is_not(None))
+        .values(new_email=None, new_email_at=None, confirm_code_hash=None))
     return len(due)
 
 
