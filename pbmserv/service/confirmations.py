@@ -14,7 +14,8 @@ what others signed up in its name (nobody can keep a newcomer from signing up).
 A new address given by ``change address`` is confirmed the same way, before it takes
 effect: a code goes to the new address (the same ``confirm USERID CODE``), the old
 address is told, and the account's mail goes on to the old address until the new
-one answers, within ``confirm_hours``.
+one answers, within ``confirm_hours`` (a request that lapsed is void, and is
+replaced by the next one or dropped by a change of password or address).
 
 The code is kept as its SHA-256 only: it is random (about 59 bits), so no slow hash
 is needed to keep it from being guessed from the table.
@@ -26,7 +27,7 @@ import hashlib
 import hmac
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import User
@@ -162,10 +163,6 @@ def lapse_due(session: Session, now: datetime, hours: int) -> int:
         User.created_at <= now - timedelta(hours=hours)).limit(500)))
     for user in due:
         lapse(session, user, now)
-    # new addresses that never answered: the request is void, forget it
-    session.execute(update(User).where(
-        User.new_email_at <= now - timedelta(hours=hours), User.confirmed_at.is_not(None))
-        .values(new_email=None, new_email_at=None, confirm_code_hash=None))
     return len(due)
 
 
