@@ -146,8 +146,9 @@ class Settings:
     #: where the web pages are seen from outside (https://games.example.org), if they are:
     #: the one-click unsubscribe link, and absolute redirects (None: the path alone)
     web_url: str | None = None
-    #: days an account may wait for the answer to its confirmation mail; then it lapses
-    confirm_days: int = 7
+    #: hours an account (or a new address) may wait for the answer to its confirmation
+    #: mail; then it lapses, and its userid is free again
+    confirm_hours: int = 24
     #: the limits that keep one mail, or one sender, from making many mails
     signups_per_sender_day: int = 5
     challenges_per_sender_day: int = 20
@@ -577,8 +578,9 @@ KEYS: dict[str, tuple[str, str]] = {
     "bounce_days": ("bounce_days", "the days over which bounces are counted"),
     "web_url": ("web_url", "where the web pages are seen from outside (https://...), for "
                            "the one-click unsubscribe link and redirects; empty: none"),
-    "confirm_days": ("confirm_days", "days a new account may wait for the answer to its "
-                                     "confirmation mail before it lapses"),
+    "confirm_hours": ("confirm_hours", "hours a new account, or a new address, may wait for "
+                                       "the answer to its confirmation mail before it "
+                                       "lapses (the account's userid is free again)"),
     "signups_per_sender_day": ("signups_per_sender_day",
                                "accounts one sender address may open in 24 hours"),
     "challenges_per_sender_day": ("challenges_per_sender_day",
@@ -614,7 +616,7 @@ PARSERS: dict[str, Any] = {
     "bounce_threshold": _at_least_one, "soft_bounce_threshold": _at_least_one,
     "bounce_days": _at_least_one, "web_url": _url,
     **{key: _limit for key in (
-        "confirm_days", "signups_per_sender_day", "challenges_per_sender_day",
+        "confirm_hours", "signups_per_sender_day", "challenges_per_sender_day",
         "challenges_per_player_day", "seeks_per_player", "tournaments_per_creator",
         "subscribers_per_board", "mails_per_address_hour", "replies_per_sender_hour")},
 }

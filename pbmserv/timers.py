@@ -112,10 +112,10 @@ def run_folds(db: Database, settings: Settings, now: datetime | None = None) -> 
 
 
 def run_lapses(db: Database, settings: Settings, now: datetime | None = None) -> int:
-    """Close the accounts whose confirmation never came (``confirm_days``); returns
+    """Close the accounts whose confirmation never came (``confirm_hours``); returns
     how many."""
     with db.transaction() as session:
-        closed = lapse_due(session, now or utcnow(), settings.confirm_days)
+        closed = lapse_due(session, now or utcnow(), settings.confirm_hours)
     if closed:
         log.info("accounts: %d unconfirmed account(s) lapsed", closed)
     return closed

@@ -38,10 +38,46 @@ def test_fifty_challenges_in_one_mail_start_ten(mailer: Mailer, db: Database) ->
     assert count_boards(db) == 10
     [reply] = [m for m in out if m.in_reply_to]
     assert flat(reply.body).count(
-        "ERROR: alice has been challenged to 10 boards in the last 24 hours, the most a "
-        "day; try again tomorrow") == 1  # forty refusals in the same words: said once
+        "ERROR: alice has been challenged to 10 boards in the last 24 hours from addresses "
+        "that are none of their players', the most a day; try again tomorrow (a player may "
+        "still challenge alice from their own account's address)"
+        ) == 1  # forty refusals in the same words: said once
     assert sum(m.to_addr == "alice@example.org" for m in out) == 10
     assert sum(m.to_addr == "bob@example.org" for m in out) == 10
+
+
+def test_a_stranger_cannot_use_up_a_players_challenges(mailer: Mailer, db: Database) -> None:
+    """Issue 34: ten challenges naming p40 from any address, and p40's real opponent
+    was refused ("p40 has been challenged to 10 boards in the last 24 hours"), every
+    day.  Now strangers use up only the strangers' allowance: p40's own challenges,
+    and each opponent's from their own address, have allowances of their own."""
+    mailer.signup("p40", "bob", "carol", *[f"x{n}" for n in range(10)])
+    for n in range(10):
+        assert "has been started" in mailer.reply(f"honeydonuts challenge x{n} p40",
+                                                  sender=f"mallory{n}@example.net")
+    strangers = ("ERROR: p40 has been challenged to 10 boards in the last 24 hours from "
+                 "addresses that are none of their players', the most a day; try again "
+                 "tomorrow (a player may still challenge p40 from their own account's "
+                 "address)")
+    assert strangers in flat(mailer.reply("honeydonuts challenge carol p40",
+                                          sender="mallory@example.net"))
+    # the real opponent, from their own address, and p40 themselves, are not refused
+    for _ in range(10):
+        assert "has been started" in mailer.reply("honeydonuts challenge bob p40",
+                                                  sender="bob@example.org")
+    assert ("ERROR: bob has challenged p40 to 10 boards in the last 24 hours, the most a "
+            "day; try again tomorrow") in flat(mailer.reply("honeydonuts challenge bob p40",
+                                                           sender="bob@example.org"))
+    assert "has been started" in mailer.reply("honeydonuts challenge p40 carol",
+                                              sender="p40@example.org")
+    assert "has been started" in mailer.reply("honeydonuts challenge carol p40",
+                                              sender="carol@example.org")
+    assert strangers in flat(mailer.reply("honeydonuts challenge carol p40",
+                                          sender="mallory@example.net"))
+    with db.transaction() as s:
+        assert s.scalar(select(func.count()).select_from(Board)
+                        .where(Board.challenger_id.is_(None))) == 10
+    assert count_boards(db) == 22
 
 
 def test_challenges_per_sender_a_day(db: Database, settings: Settings) -> None:

@@ -80,7 +80,8 @@ def test_change_password_and_address(mailer: Mailer, db: Database) -> None:
     assert "password of alice has been changed" in mailer.reply(
         "change password alice pw-alice newpw-long")
     assert "do not match" in mailer.reply("change address alice pw-alice a@b.org")
-    assert "now goes to a@b.org" in mailer.reply("change address alice newpw-long a@b.org")
+    assert "moves to a@b.org once that address confirms it" in flat(
+        mailer.reply("change address alice newpw-long a@b.org"))
     assert "do not match" in mailer.reply("change address alice NEWPW-LONG a@c.org")  # case counts
 
 

@@ -135,7 +135,9 @@ def apply_in_order_with_two_workers(url: str, tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "pbmserv", "work"], env=env, check=True,
                    stdout=subprocess.DEVNULL)  # anything left to one of them
     with db.transaction() as s:
-        emails = {u.userid: u.email for u in s.scalars(select(User).where(User.bot.is_(None)))}
+        # (each new address waits for its confirmation: the last one asked for waits)
+        emails = {u.userid: u.new_email
+                  for u in s.scalars(select(User).where(User.bot.is_(None)))}
         statuses = list(s.scalars(select(InboundMessage.status)))
         # the replies (each change of address also tells the old address)
         replies = list(s.scalars(select(OutboxMessage.inbound_id)

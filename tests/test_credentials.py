@@ -57,9 +57,13 @@ def test_a_stranger_cannot_keep_a_player_from_moving_or_recovering(
     assert board_mail.reply_to is not None
     wrong = "\n".join(f"signoff alice guess{n}" for n in range(6))
     mailer.reply("multiple", wrong, sender="mallory@example.net")
-    # alice's own password is paused now, for anyone...
-    assert PAUSED in flat(mailer.reply("honeydonuts move 101 alice pw-alice a1-b1"))
-    # ...but her reply address still plays her move
+    # alice's password is paused now, from any address but hers...
+    assert PAUSED in flat(mailer.reply("honeydonuts move 101 alice pw-alice a1-b1",
+                                       sender="alice@work.example"))
+    # ...but not from her own, where mallory's guesses never hold her up
+    text = mailer.reply("vacation alice pw-alice")
+    assert "ERROR" not in text and PAUSED not in flat(text)
+    # and her reply address still plays her move
     assert "Your move a1-b1 on Honey Donuts board 101" in flat(
         by_reply(mailer, board_mail.reply_to, "a1-b1"))
     # and a reset code still works, the new password at once
@@ -69,7 +73,7 @@ def test_a_stranger_cannot_keep_a_player_from_moving_or_recovering(
     assert "The password of alice has been changed" in done
     text = mailer.reply("honeydonuts moves 101 ", sender="alice@example.org")
     assert "ERROR" not in text
-    text = mailer.reply("vacation alice kettle-blue-7")
+    text = mailer.reply("vacation alice kettle-blue-7", sender="alice@work.example")
     assert "ERROR" not in text and PAUSED not in flat(text)
 
 
@@ -135,13 +139,43 @@ def test_a_password_change_voids_reset_codes_and_reply_addresses(
 
 def test_an_address_change_tells_the_old_address_and_voids_its_code(
         mailer: Mailer, db: Database) -> None:
+    """Issue 34: 'change address' moved the account's mail at once; now a code goes to
+    the new address, and the mail moves only once it answers."""
     board_mail = start(mailer)
     assert board_mail.reply_to is not None
     code, to = code_for(mailer, db, "alice", "mallory@example.net")
     assert to == "alice@example.org"
-    text = mailer.reply("change address alice pw-alice alice@new.example")
-    assert "Mail for alice now goes to alice@new.example; the old address has been told." \
-        in flat(text)
+    out = mailer.send("change address alice pw-alice alice@new.example")
+    [reply] = [m for m in out if m.in_reply_to]
+    assert reply.subject == "pbmserv: alice's new address waits for its confirmation"
+    assert flat(reply.body).startswith(
+        "> change address alice ***** alice@new.example Mail for alice moves to "
+        "alice@new.example once that address confirms it: one mail has gone there, and a "
+        "reply to it confirms. Until then it goes on to alice@example.org; unconfirmed, the "
+        "request lapses at ")
+    [confirmation] = [m for m in out if not m.in_reply_to]  # the sender is the old address
+    new_code = confirmation.subject.split()[2]
+    assert (confirmation.to_addr, confirmation.subject) == (
+        "alice@new.example", f"confirm alice {new_code}")
+    assert flat(confirmation.body).startswith(
+        "Someone writing from alice@example.org, with the password of the account alice on "
+        "pbmserv, asked that its mail come to this address from now on. If that was you, "
+        "reply to this mail as it is (its Subject is the command that confirms the "
+        f"address), or send \"confirm alice {new_code}\". Until then the account's mail "
+        "goes on to its old address. If it was not, do nothing: nothing changes, the request "
+        "lapses at ")
+    # until it answers, the mail goes to the old address
+    mailer.send("honeydonuts move 101 alice pw-alice a1-b1")
+    out = mailer.send("honeydonuts move 101 bob pw-bob e3-d3", sender="bob@example.org")
+    assert [m.to_addr for m in out if not m.in_reply_to] == ["alice@example.org"]
+    [welcome] = [m for m in mailer.answer(confirmation) if m.in_reply_to]
+    assert (welcome.to_addr, welcome.subject) == (
+        "alice@new.example", "pbmserv: alice's address changed")
+    assert flat(welcome.body).endswith(
+        "Mail for alice now goes to alice@new.example; alice@example.org has been told. "
+        "Reply addresses of board mails sent before, and any reset code not yet used, no "
+        "longer work: use the newest board mail. -- pbmserv <pbmserv@localhost>: send "
+        "\"help\" for the commands.")
     with db.reading() as s:
         notice = list(s.scalars(select(OutboxMessage).where(
             OutboxMessage.subject.like("%address changed"),
@@ -150,9 +184,10 @@ def test_an_address_change_tells_the_old_address_and_voids_its_code(
         ("alice@example.org", "pbmserv: alice's address changed")]
     assert notice[0].body == (
         "The address of the account alice on pbmserv was changed from this address to\n"
-        "alice@new.example, by a mail from alice@example.org that gave the account's\n"
-        "password. Its mail goes there from now on, and the reply addresses and reset\n"
-        "codes sent here before no longer work.\n\n"
+        "alice@new.example: a mail that gave the account's password asked for it, and\n"
+        "a mail from alice@new.example confirmed it with the code sent to\n"
+        "alice@new.example. Its mail goes there from now on, and the reply addresses\n"
+        "and reset codes sent here before no longer work.\n\n"
         "If that was not you, someone knows your password: write to the server's\n"
         "administrator at once, with this mail.\n\n"
         "--\npbmserv <pbmserv@localhost>\n")
@@ -161,6 +196,44 @@ def test_an_address_change_tells_the_old_address_and_voids_its_code(
     assert "not a valid reset code for alice" in text
     assert "a reply address the server did not give out" in flat(
         by_reply(mailer, board_mail.reply_to, "a1-b1", sender="thief@evil.example"))
+    out = mailer.send("honeydonuts move 101 alice pw-alice a1-a2", sender="alice@new.example")
+    assert {m.to_addr for m in out} == {"alice@new.example", "bob@example.org"}
+
+
+def test_a_thiefs_new_address_waits_and_the_owner_is_told(mailer: Mailer,
+                                                          db: Database) -> None:
+    """Issue 34: one who knows a password could move the account's mail to any address
+    at once.  Now the owner's address hears of it first, and a new password cancels it."""
+    mailer.signup("alice")
+    out = mailer.send("change address alice pw-alice thief@evil.example",
+                      sender="thief@evil.example")
+    [reply] = [m for m in out if m.in_reply_to]
+    code = reply.subject.split()[2]
+    assert (reply.to_addr, reply.subject) == ("thief@evil.example", f"confirm alice {code}")
+    assert flat(reply.body).startswith(
+        "> change address alice ***** thief@evil.example Mail for alice moves to this "
+        "address, thief@evil.example, once you confirm it: reply to this mail as it is (its "
+        "Subject is the command that confirms it), or send \"confirm alice "
+        f"{code}\". Until then it goes on to alice@example.org, which has been told; "
+        "unconfirmed, the request lapses at ")
+    [told] = [m for m in out if not m.in_reply_to]
+    assert (told.to_addr, told.subject) == (
+        "alice@example.org", "pbmserv: alice's address is to change")
+    assert flat(told.body).startswith(
+        "A mail from thief@evil.example that gave the password of the account alice on "
+        "pbmserv asked that its mail go to thief@evil.example from now on, instead of this "
+        "address. That happens only once thief@evil.example answers the confirmation mail "
+        "sent there, by ")
+    assert ("If that was not you, someone knows your password: change it at once (\"change "
+            "password alice <password> <new password>\", or \"reset alice\" for a code if it "
+            "no longer works), which cancels the request, and write to the server's "
+            "administrator.") in flat(told.body)
+    assert "change has been made" not in told.body and code not in told.body
+    mailer.reply("change password alice pw-alice kettle-blue-7")
+    assert "ERROR: the account alice is confirmed already; nothing to do" in flat(
+        mailer.answer(reply)[0].body)
+    with db.reading() as s:
+        assert s.scalar(select(User.email).where(User.key == "alice")) == "alice@example.org"
 
 
 def test_a_signed_off_userid_is_kept_and_its_boards_still_name_the_player(
@@ -200,3 +273,28 @@ def test_redirects_never_name_the_host_the_request_gave(db: Database,
     assert response.headers["location"] == "https://games.example.org/players/a%2Bb"
     assert client.get("/nowhere/", follow_redirects=False).status_code == 404
     assert client.post("/tournaments").status_code == 405
+
+
+def test_a_new_address_not_confirmed_in_time_lapses(mailer: Mailer, db: Database) -> None:
+    mailer.signup("alice")
+    out = mailer.send("change address alice pw-alice alice@new.example")
+    [confirmation] = [m for m in out if m.to_addr == "alice@new.example"]
+    # a stranger's wrong codes pause the stranger, not the new address's answer
+    lines = "\n".join(f"confirm alice abcd-efgh-jk{n:02d}" for n in range(6))
+    text = flat(mailer.reply("multiple", lines, sender="mallory@example.net"))
+    assert "ERROR: that is not the code mailed to alice's new address" in text
+    assert "so its confirmation codes are paused until" in text
+    with db.transaction() as s:
+        user = s.scalar(select(User).where(User.key == "alice"))
+        assert user is not None and user.new_email_at is not None
+        user.new_email_at -= timedelta(hours=24, seconds=1)
+    assert ("ERROR: the new address of alice was not confirmed within 24 hours, so its mail "
+            "still goes to the old one; to move it, send 'change address' again") in flat(
+                mailer.answer(confirmation)[0].body)
+    with db.reading() as s:
+        assert s.scalar(select(User.email).where(User.key == "alice")) == "alice@example.org"
+    # asked again, it works as the first time
+    out = mailer.send("change address alice pw-alice alice@new.example")
+    [confirmation] = [m for m in out if m.to_addr == "alice@new.example"]
+    assert "Mail for alice now goes to alice@new.example" in flat(
+        next(m for m in mailer.answer(confirmation) if m.in_reply_to).body)

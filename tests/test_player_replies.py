@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from sqlalchemy import select
 
 from pbmserv.config import Settings
@@ -37,6 +39,21 @@ def test_edit_distance_and_the_closest_word() -> None:
     assert closest("xyzzy", ["move", "show"]) is None
     assert closest("move", ["move"]) is None  # nothing to correct
     assert closest("ab", ["cd"]) is None  # two slips in a short word: a different word
+
+
+def test_a_bounded_distance_is_the_distance_up_to_its_bound() -> None:
+    """distance(a, b, limit) works out only the cells near the diagonal and stops
+    early: it must give the full distance when that is within the limit, and
+    limit + 1 otherwise."""
+    rng = random.Random(34)
+    for _ in range(3000):
+        a = "".join(rng.choice("abc") for _ in range(rng.randint(0, 7)))
+        b = "".join(rng.choice("abc") for _ in range(rng.randint(0, 7)))
+        full = distance(a, b)
+        for limit in range(4):
+            assert distance(a, b, limit) == min(full, limit + 1), (a, b, limit)
+    assert distance("ab" * 16, "ba" * 16, 1) == 2 and distance("ab" * 16, "ba" * 16, 2) == 2
+    assert distance("a" * 32, "b" * 32, 2) == 3 and distance("a" * 32, "b" * 32) == 32
 
 
 def test_did_you_mean_a_verb_a_game_and_a_userid(mailer: Mailer) -> None:

@@ -36,9 +36,8 @@ def test_wrap_keeps_paragraphs_and_width() -> None:
 
 
 def test_render_strips_trailing_spaces() -> None:
-    out = render("commands/change.txt.j2", user=type("U", (), {"userid": "a", "email": "e"}),
-                 what="address")
-    assert out == ("Mail for a now goes to e; the old address has been told.\n"
+    out = render("commands/address_confirmed.txt.j2", userid="a", email="e", old="o")
+    assert out == ("Mail for a now goes to e; o has been told.\n"
                    "Reply addresses of board mails sent before, and any reset code not yet used,\n"
                    "no longer work: use the newest board mail.\n")
 

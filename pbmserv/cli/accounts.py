@@ -156,13 +156,15 @@ def users_unlock(settings: Settings, userid: str) -> None:
 
 @main.group("throttle")
 def throttle_group() -> None:
-    """Wrong-password counts, per account (user:ID) and per sender (sender:ADDRESS)."""
+    """Wrong passwords and codes counted: per account (user:ID) and per sender
+    (sender:ADDRESS); reset and confirmation codes per account and sender
+    (code:ID|ADDRESS, confirm:ID|ADDRESS)."""
 
 
 @throttle_group.command("list")
 @pass_settings
 def throttle_list(settings: Settings) -> None:
-    """List the keys with wrong passwords counted, and their locks."""
+    """List the keys with wrong passwords or codes counted, and their locks."""
     with database(settings).reading() as session:
         for row in throttle.held(session):
             lock = f"locked until {row.locked_until:%Y-%m-%d %H:%M:%S} UTC" \
@@ -176,7 +178,7 @@ def throttle_list(settings: Settings) -> None:
 @click.option("--all", "clear_all", is_flag=True, help="Clear every key.")
 @pass_settings
 def throttle_clear(settings: Settings, key: str | None, clear_all: bool) -> None:
-    """Forget the failures of KEY (user:ID or sender:ADDRESS), or of all keys."""
+    """Forget the failures of KEY (as 'throttle list' shows it), or of all keys."""
     if not key and not clear_all:
         raise click.UsageError("give a KEY (see 'pbmserv throttle list') or --all")
     with database(settings).transaction() as session:

@@ -21,12 +21,12 @@ from pbmserv.service.accounts import (
     check_userid,
     close_account,
     existing_user,
+    has_no_address,
     open_account,
-    set_address,
     set_password,
 )
 from pbmserv.service.errors import PlayerError
-from pbmserv.service.throttle import account_key, sender_key
+from pbmserv.service.throttle import code_key
 from pbmserv.service.tournaments import TournamentService
 
 
@@ -46,13 +46,13 @@ class Signup(Command):
         check_userid(inv.args[0])
         confirmations.check_signup(ctx.session, ctx.sender, check_email(email), now,
                                    per_day=settings.signups_per_sender_day,
-                                   days=settings.confirm_days)
-        confirmations.free_lapsed(ctx.session, inv.args[0], now, settings.confirm_days)
+                                   hours=settings.confirm_hours)
+        confirmations.claim(ctx.session, inv.args[0], now, settings.confirm_hours)
         user = open_account(ctx.session, inv.args[0], inv.args[1], email,
                             reserve_days=settings.userid_reserve_days, now=now)
         user.created_at = now
         code = confirmations.start(user, ctx.sender)
-        lapses = confirmations.lapses_at(user, settings.confirm_days)
+        lapses = confirmations.lapses_at(user, settings.confirm_hours)
         subject = f"confirm {user.userid} {code}"
         here = user.email == ctx.sender.lower()
         if not here:  # the one mail to that address until it answers
@@ -72,18 +72,33 @@ class Signup(Command):
 class Confirm(Command):
     name = "confirm"
     arguments = "userid code"
-    summary = ("confirm a new account with the code mailed to its address (a reply to "
-               "that mail does it: its Subject is this command)")
+    summary = ("confirm a new account, or a new address, with the code mailed to that "
+               "address (a reply to that mail does it: its Subject is this command)")
     secret_args = (1,)
     min_args = 2
     max_args = 2
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         ctx.passwords.add(inv.args[1])
-        now = ctx.service.now
+        now, settings = ctx.service.now, ctx.settings
         user = existing_user(ctx.session, inv.args[0])
-        check_not_locked(ctx.session, (account_key(user.userid), sender_key(ctx.sender)), now)
-        confirmations.confirm(user, inv.args[1], ctx.sender, now, ctx.settings.confirm_days)
+        key = code_key("confirm", user.userid, ctx.sender)
+        check_not_locked(ctx.session, (key, key), now, what="confirmation codes")
+        if user.confirmed_at is not None and user.new_email is not None:
+            old = confirmations.confirm_address(ctx.session, user, inv.args[1], ctx.sender,
+                                                now, settings.confirm_hours)
+            if not old.endswith("@" + IMPORTED_DOMAIN):
+                # the old address is told: were this not its owner's doing, they know
+                queue_mail(ctx.session, settings, to=old,
+                           subject=f"pbmserv: {user.userid}'s address changed",
+                           inbound_id=ctx.inbound_id,
+                           body=render("address_changed.txt.j2", settings=settings,
+                                       userid=user.userid, new=user.email,
+                                       requester=ctx.sender))
+            return Result(render("commands/address_confirmed.txt.j2", userid=user.userid,
+                                 email=user.email, old=old),
+                          subject=f"pbmserv: {user.userid}'s address changed")
+        confirmations.confirm(user, inv.args[1], ctx.sender, now, settings.confirm_hours)
         return Result(render("commands/confirmed.txt.j2", userid=user.userid,
                              email=user.email),
                       subject=f"pbmserv: welcome, {user.userid}")
@@ -93,7 +108,8 @@ class Confirm(Command):
 class Change(Command):
     name = "change"
     arguments = "password userid old new | address userid password email"
-    summary = "change your password or the address your mail goes to"
+    summary = ("change your password, or the address your mail goes to (a new address "
+               "takes effect once it answers the mail sent there; the old one is told)")
     min_args = 4
     max_args = 4
 
@@ -107,19 +123,41 @@ class Change(Command):
             ctx.passwords.add(new)
             set_password(ctx.session, user, new)
         elif what.lower() == "address":
-            old = set_address(ctx.session, user, new)
-            if old != user.email and not old.endswith("@" + IMPORTED_DOMAIN):
-                # the old address is told: were this not its owner's doing, they know
-                queue_mail(ctx.session, ctx.settings, to=old,
-                           subject=f"pbmserv: {user.userid}'s address changed",
-                           body=render("address_changed.txt.j2", settings=ctx.settings,
-                                       userid=user.userid, new=user.email,
-                                       requester=ctx.sender))
+            return self.ask_address(ctx, user, check_email(new))
         else:
             raise PlayerError("you can change your password or address, not that",
                               usage=True)
         return Result(render("commands/change.txt.j2", user=user, what=what.lower()),
                       subject=f"pbmserv: {user.userid}'s {what.lower()} changed")
+
+    def ask_address(self, ctx: Context, user: User, new: str) -> Result:
+        """A new address takes effect once it answers: a code goes there (this reply
+        is it, when it goes there), and the old address is told."""
+        settings, now, sender = ctx.settings, ctx.service.now, ctx.sender.lower()
+        code = confirmations.start_address(user, new, now)
+        lapses = confirmations.address_lapses_at(user, settings.confirm_hours)
+        subject = f"confirm {user.userid} {code}"
+        here = new == sender
+        if here:  # the reply itself is the confirmation
+            ctx.secret_reply = True
+        else:
+            queue_mail(ctx.session, settings, to=new, subject=subject,
+                       inbound_id=ctx.inbound_id, secret=True,
+                       body=render("new_address_mail.txt.j2", settings=settings,
+                                   userid=user.userid, code=code, sender=sender,
+                                   lapses=lapses))
+        told = sender != user.email and not has_no_address(user)
+        if told:
+            queue_mail(ctx.session, settings, to=user.email,
+                       subject=f"pbmserv: {user.userid}'s address is to change",
+                       inbound_id=ctx.inbound_id,
+                       body=render("address_change_asked.txt.j2", settings=settings,
+                                   userid=user.userid, new=new, requester=sender,
+                                   lapses=lapses))
+        return Result(render("commands/change.txt.j2", user=user, what="address", new=new,
+                             code=code if here else None, told=told, lapses=lapses),
+                      subject=subject if here else f"pbmserv: {user.userid}'s new address "
+                      "waits for its confirmation")
 
 
 @command

@@ -43,8 +43,13 @@ class User(Base):
     #: when its address answered the confirmation mail (None: not yet; until then no
     #: password opens the account, nobody can challenge it and nothing is mailed to it)
     confirmed_at: Mapped[datetime | None] = mapped_column(default=None)
-    #: SHA-256 of the confirmation code (the code itself is only in the mail)
+    #: SHA-256 of the code of the confirmation waited for, the signup's or a new
+    #: address's (the code itself is only in the mail)
     confirm_code_hash: Mapped[str | None] = mapped_column(String(128), default=None)
+    #: the address 'change address' asked for, until it answers its confirmation mail
+    #: (mail goes to ``email`` meanwhile), and when it was asked for
+    new_email: Mapped[str | None] = mapped_column(String(320), default=None)
+    new_email_at: Mapped[datetime | None] = mapped_column(default=None)
     #: the address the signup came from (the limit of signups per sender)
     signup_sender: Mapped[str | None] = mapped_column(String(320), default=None)
     #: how often the password or the address changed: a move-by-reply address signs
@@ -113,6 +118,9 @@ class Board(Base):
     #: the address the challenge that started the board came from (None: a seek, a
     #: tournament, an import)
     challenged_by: Mapped[str | None] = mapped_column(String(320), default=None)
+    #: the player on the board whose own address sent that challenge (None: an address
+    #: that is none of its players'); the daily allowances count by it
+    challenger_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import bindparam, delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.base import utcnow
@@ -20,11 +20,12 @@ from pbmserv.db.models import (
     Subscription,
     User,
 )
+from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import BoardStatus, SeekStatus
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.passwords import check_password, hash_password
 from pbmserv.service.throttle import account_key, record_success, sender_key, throttled
-from pbmserv.spelling import closest
+from pbmserv.spelling import allowed_slips, closest
 
 USERID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}$")
 EMAIL_RE = re.compile(r"^[^@\s<>\"',;:]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$")
@@ -50,6 +51,21 @@ def find_user(session: Session, userid: str, loaded: Iterable[User] = ()) -> Use
     return session.scalar(_BY_KEY, {"key": key})
 
 
+def is_confirmed(user: User) -> bool:
+    """Whether the account's address has answered its confirmation mail (the bots
+    have no address and need none).  Until it has, the account is shown nowhere."""
+    return user.confirmed_at is not None or user.bot is not None
+
+
+def shown_user(session: Session, userid: str) -> User | None:
+    """The account a page shows as ``userid``: the open, confirmed one, else the one
+    that signed off last (their finished boards still name them); None if neither."""
+    user = find_user(session, userid) if USERID_RE.match(userid) else None
+    if user is not None and is_confirmed(user):
+        return user
+    return closed_account(session, userid)
+
+
 def has_account(session: Session, address: str) -> bool:
     """Whether ``address`` is the mail address of an open, confirmed account (a signup
     in someone's name does not make their address an account's)."""
@@ -69,16 +85,49 @@ def existing_user(session: Session, userid: str) -> User:
     return user
 
 
+#: the most accounts a "did you mean" compares a userid with: the nearest in the
+#: order of userids, half on either side
+SUGGESTION_CANDIDATES = 20
+
+
+def _near(after: bool) -> Prepared:
+    """The userids of the confirmed open accounts (and the bots) with a key from
+    ``low`` up to ``high`` and a length a slip away: the first ones ``after`` the low
+    end, or the last ones before the high end (one bound each way, so that the look-up
+    starts where the typed userid would be in the index)."""
+    length = func.length(User.key)
+    query = select(User.userid).where(
+        User.key >= bindparam("low"), User.key < bindparam("high"),
+        User.closed_at.is_(None), or_(User.confirmed_at.is_not(None), User.bot.is_not(None)),
+        length >= bindparam("shortest"), length <= bindparam("longest"))
+    query = query.order_by(User.key if after else User.key.desc())
+    return Prepared(query.limit(SUGGESTION_CANDIDATES // 2))
+
+
+_NEAR = (_near(after=True), _near(after=False))
+
+
 def similar_userid(session: Session, userid: str) -> str | None:
-    """The open account whose userid is nearest ``userid``, if one is a slip away.
-    (Userids are public: the ratings and the web pages list them.)"""
+    """The confirmed open account whose userid is nearest ``userid``, if one is a slip
+    away.  (Userids are public: the ratings and the web pages list them; an
+    unconfirmed account is shown nowhere.)
+
+    Its cost is bounded whatever the accounts: two look-ups along the index of userids,
+    of at most SUGGESTION_CANDIDATES // 2 rows each (those of the same first letter and
+    a length a slip away, nearest the typed one in the order of userids), so at most
+    SUGGESTION_CANDIDATES comparisons, each of bounded cost (see pbmserv.spelling).
+    A slip in the first letter is not looked for."""
     if not USERID_RE.match(userid):
         return None
-    length = func.length(User.key)
-    keys = session.scalars(select(User.userid).where(
-        User.closed_at.is_(None), length >= len(userid) - 2, length <= len(userid) + 2)
-        .order_by(User.id))
-    return closest(userid, keys)
+    typed = userid.lower()
+    slips = allowed_slips(typed)
+    first, past = typed[0], chr(ord(typed[0]) + 1)
+    lengths = {"shortest": len(typed) - slips, "longest": len(typed) + slips}
+    after, before = _NEAR
+    connection = session.connection()
+    near = [*after.rows(connection, {"low": typed, "high": past, **lengths}),
+            *before.rows(connection, {"low": first, "high": typed, **lengths})]
+    return closest(userid, [row[0] for row in near])
 
 
 def authenticate(session: Session, userid: str, password: str, sender: str,
@@ -87,15 +136,18 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
     (``loaded``: accounts in the session already, see find_user).
 
     A wrong password raises a PlayerError naming the throttle keys to charge; the
-    caller records the failure outside the command's savepoint, so it sticks.
+    caller records the failure outside the command's savepoint, so it sticks.  The
+    account's lock does not hold up mail from the account's own address: strangers'
+    wrong passwords pause the strangers, not the owner (see pbmserv.service.throttle).
     """
     now = now or utcnow()
-    keys = (account_key(userid), sender_key(sender))
-    counted = check_not_locked(session, keys, now)
     user = find_user(session, userid, loaded) if USERID_RE.match(userid) else None
+    keys = (account_key(userid), sender_key(sender))
+    own = user is not None and user.email == sender.lower()
+    counted = check_not_locked(session, keys, now, exempt=keys[0] if own else None)
     if user is not None and user.disabled_at is not None:
         raise PlayerError(disabled_message(user))
-    if user is not None and user.confirmed_at is None and user.bot is None:
+    if user is not None and not is_confirmed(user):
         raise PlayerError(not_confirmed_message(user))
     if user is None or not check_password(user.password_hash, password):
         # neither word is quoted: in a command written out of order either may be
@@ -105,28 +157,49 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
             "userid comes first, then the password)",
             failed_keys=keys,
         )
-    if keys[0] in counted:
+    if keys[0] in counted and not locked(counted.get(keys[0]), now):
+        # the owner's slips are forgiven; a lock stays until its time is up, so that
+        # the owner's right password gives no stranger fresh guesses
         record_success(session, keys[0])
     return user
 
 
+def locked(until: datetime | None, now: datetime) -> bool:
+    return until is not None and until > now
+
+
+#: what each kind of throttled check is called in a refusal, why it is paused, and
+#: what the player can do meanwhile
+PAUSED = {
+    "passwords": (
+        "too many wrong passwords have been tried for this account or from your "
+        "address, so password checks are paused",
+        "Mail from the account's own address is not held up by others' wrong passwords. "
+        "If you forgot your password, send 'reset <userid>' for a code; a code still "
+        "works while password checks are paused."),
+    "reset codes": (
+        "too many wrong reset codes have been tried for this account from your "
+        "address, so its reset codes are paused",
+        "Copy the code from the newest reset mail exactly."),
+    "confirmation codes": (
+        "too many wrong confirmation codes have been tried for this account from your "
+        "address, so its confirmation codes are paused",
+        "Reply to the confirmation mail as it is: its Subject is the command."),
+}
+
+
 def check_not_locked(session: Session, keys: tuple[str, str], now: datetime, *,
-                     what: str = "passwords") -> dict[str, datetime | None]:
-    """The throttle's counts of the (account, sender) keys; a PlayerError saying until
-    when, if either is locked (``what``: passwords, or reset codes)."""
+                     what: str = "passwords", exempt: str | None = None,
+                     ) -> dict[str, datetime | None]:
+    """The throttle's counts of two keys (the same key twice for a code's); a
+    PlayerError saying until when, if either is locked (but ``exempt``).  ``what``
+    names the checks: a key of PAUSED."""
     counted = throttled(session, *keys)
-    until = max((u for k, u in counted.items() if u is not None and u > now), default=None)
+    until = max((u for k, u in counted.items() if k != exempt and u is not None
+                 and locked(u, now)), default=None)
     if until is not None:
         minutes = max(1, math.ceil((until - now).total_seconds() / 60))
-        if what == "passwords":
-            why = ("too many wrong passwords have been tried for this account or from "
-                   "your address, so password checks are paused")
-            after = ("If you forgot your password, send 'reset <userid>' for a code; a "
-                     "code still works while password checks are paused.")
-        else:
-            why = ("too many wrong reset codes have been tried for this account from "
-                   "your address, so its reset codes are paused")
-            after = "Copy the code from the newest reset mail exactly."
+        why, after = PAUSED[what]
         raise PlayerError(
             f"{why} until {until:%Y-%m-%d %H:%M} UTC (about {minutes} "
             f"minute{'s' if minutes != 1 else ''} from now); try again then. {after}")
@@ -143,7 +216,7 @@ def check_enabled(user: User) -> User:
     answered its confirmation mail yet."""
     if user.disabled_at is not None:
         raise PlayerError(disabled_message(user))
-    if user.confirmed_at is None and user.bot is None:
+    if not is_confirmed(user):
         raise PlayerError(not_confirmed_message(user))
     return user
 
@@ -241,10 +314,13 @@ def set_address(session: Session, user: User, email: str) -> str:
 
 
 def revoke(session: Session, user: User) -> None:
-    """The password or address changed: the account's pending reset code and every
-    move-by-reply address made for it before are void."""
+    """The password or address changed: the account's pending reset code, a new
+    address waiting for its confirmation, and every move-by-reply address made for it
+    before are void."""
     user.credential_changes += 1
     session.execute(delete(PasswordReset).where(PasswordReset.user_id == user.id))
+    if user.new_email is not None:
+        user.new_email = user.new_email_at = user.confirm_code_hash = None
 
 
 def active_boards(session: Session, user: User) -> list[tuple[str, int]]:

@@ -74,6 +74,7 @@ from pbmserv.service.events import (
     RequestLapsed,
     RequestMade,
 )
+from pbmserv.service.limits import challenger_of
 from pbmserv.service.ratings import rate_board
 
 _EVENT_COLUMNS = ("board_id", "kind", "data", "created_at")
@@ -148,6 +149,8 @@ class GameService:
         check_consent(self.session, engine.name, users)
         board = self._create(engine, users, options, nag_days, forfeit_days, taken=False)
         board.challenged_by = sender.lower() if sender else None
+        challenger = challenger_of(users, sender) if sender else None
+        board.challenger_id = challenger.id if challenger is not None else None
         return board
 
     def start_agreed(self, engine: AnyEngine, users: Sequence[User], flags: Sequence[str], *,

@@ -20,11 +20,21 @@ from pbmserv.service.errors import PlayerError
 DAY = timedelta(days=1)
 
 
+def challenger_of(users: Sequence[User], sender: str) -> User | None:
+    """The player named in a challenge whose own address sent it, if one is."""
+    return next((user for user in users if user.email == sender.lower()), None)
+
+
 def check_challenges(session: Session, sender: str, users: Sequence[User], now: datetime, *,
                      per_sender: int, per_player: int) -> None:
-    """A sender starts at most ``per_sender`` boards by challenge a day, and a player
-    is named in at most ``per_player`` (a board against a bot counts for neither: the
-    bots have their own limit, BOT_BOARDS_PER_PLAYER at once per person)."""
+    """A sender starts at most ``per_sender`` boards by challenge a day.  And a player
+    is named in at most ``per_player`` a day by each challenger: by each other player
+    challenging from their own address, and by all the addresses that play none of
+    the boards together (strangers, friends arranging a game).  So strangers use up
+    only the strangers' allowance: a player's own challenges and those of their
+    opponents are never refused because of them.  (A board against a bot counts for
+    none of these: the bots have their own limit, BOT_BOARDS_PER_PLAYER at once per
+    person.)"""
     since = now - DAY
     if any(user.bot is not None for user in users):
         return
@@ -37,14 +47,27 @@ def check_challenges(session: Session, sender: str, users: Sequence[User], now: 
         raise PlayerError(f"{per_sender} boards have been started by challenges from your "
                           "address in the last 24 hours, the most a day; try again "
                           "tomorrow, or post a seek ('help seek')")
+    challenger = challenger_of(users, sender)
+    by = (Board.challenger_id.is_(None) if challenger is None
+          else Board.challenger_id == challenger.id)
     for user in users:
+        if user.email == sender.lower():
+            continue  # their own challenge: only the sender's allowance counts it
         named = session.scalar(
             select(func.count()).select_from(Board).join(BoardPlayer)
-            .where(BoardPlayer.user_id == user.id, Board.challenged_by.is_not(None),
+            .where(BoardPlayer.user_id == user.id, Board.challenged_by.is_not(None), by,
                    Board.created_at > since, Board.id.not_in(bot_boards))) or 0
-        if named >= per_player:
-            raise PlayerError(f"{user.userid} has been challenged to {per_player} boards in "
-                              "the last 24 hours, the most a day; try again tomorrow")
+        if named < per_player:
+            continue
+        if challenger is not None:
+            raise PlayerError(f"{challenger.userid} has challenged {user.userid} to "
+                              f"{per_player} boards in the last 24 hours, the most a day; "
+                              "try again tomorrow")
+        raise PlayerError(
+            f"{user.userid} has been challenged to {per_player} boards in the last 24 hours "
+            "from addresses that are none of their players', the most a day; try again "
+            f"tomorrow (a player may still challenge {user.userid} from their own "
+            "account's address)")
 
 
 def check_seeks(session: Session, user: User, limit: int) -> None:

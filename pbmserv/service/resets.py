@@ -7,7 +7,7 @@ only the newest code of an account works.  A new code is made at most every
 of their own, per account and sender address together (five, then a pause, as for
 passwords): wrong passwords (anyone's) never hold up a code, and wrong codes from one
 address never hold up the codes the player sends from theirs.  A code, once used, also
-clears the account's wrong-password count: whoever read the code owns the account.
+clears the account's wrong-password count (the guesses were at the old password).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pbmserv.service.accounts import (
 )
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.passwords import check_password, hash_password
-from pbmserv.service.throttle import account_key, record_success, sender_key
+from pbmserv.service.throttle import account_key, code_key, record_success, sender_key
 
 VALID_FOR = timedelta(hours=24)
 REQUEST_EVERY = timedelta(minutes=10)
@@ -72,17 +72,12 @@ def issue(session: Session, user: User, now: datetime) -> tuple[str | None, Pass
     return code, row
 
 
-def code_key(userid: str, sender: str) -> str:
-    """The throttle key of the reset codes tried for an account from one address."""
-    return f"code:{userid.lower()[:150]}|{sender.lower()[:240]}"
-
-
 def redeem(session: Session, user: User, code: str, password: str, sender: str,
            now: datetime) -> None:
     """Set ``password`` if ``code`` is the account's current code; a wrong or expired
-    code is charged to the codes' own throttle key (see ``code_key``)."""
+    code is charged to the reset codes' own throttle key (see throttle.code_key)."""
     check_new_password(password)
-    key = code_key(user.userid, sender)
+    key = code_key("code", user.userid, sender)
     keys = (key, key)
     counted = check_not_locked(session, keys, now, what="reset codes")
     check_enabled(user)
@@ -98,9 +93,11 @@ def redeem(session: Session, user: User, code: str, password: str, sender: str,
     set_password(session, user, password)
     if key in counted:
         record_success(session, key)
-    # the code proved the mailbox: the wrong passwords of others no longer hold it up
+    # the password is new: the guesses at the old one no longer count; and from the
+    # account's own address, neither do its own slips
     record_success(session, account_key(user.userid))
-    record_success(session, sender_key(sender))
+    if sender.lower() == user.email:
+        record_success(session, sender_key(sender))
 
 
 def forget(session: Session, user: User) -> None:

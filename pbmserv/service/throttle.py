@@ -1,9 +1,19 @@
-"""Throttling password guesses, per account and per sender address.
+"""Throttling guesses: passwords, reset codes and confirmation codes, each under
+keys of their own, so that a stranger's guesses hold up the stranger and not the
+account's owner.
 
-Five wrong passwords for one key within a quarter of an hour lock it: its password
-checks are refused, right or wrong, for a minute; every further failure after a lock
-doubles the next one (up to a day).  A right password for an account clears its
-count; a quiet quarter of an hour after the last failure or lock clears any count.
+- Passwords: per account (``user:ID``) and per sender address (``sender:ADDRESS``).
+  The account's lock holds up every address but the account's own: a stranger's
+  wrong passwords pause the strangers, never the owner writing from their address.
+- Reset codes (``code:ID|ADDRESS``) and confirmation codes (``confirm:ID|ADDRESS``):
+  per account and sender address together.  A code is random (about 59 bits), so
+  guesses from any number of addresses cannot find it, and one address's wrong codes
+  never pause the code the owner sends from theirs.
+
+Five failures for one key within a quarter of an hour lock it: its checks are
+refused, right or wrong, for a minute; every further failure after a lock doubles
+the next one (up to a day).  A quiet quarter of an hour after the last failure or
+lock clears any count.
 """
 
 from __future__ import annotations
@@ -34,6 +44,12 @@ def account_key(userid: str) -> str:
 
 def sender_key(address: str) -> str:
     return f"sender:{address.lower()[:300]}"
+
+
+def code_key(kind: str, userid: str, sender: str) -> str:
+    """The key of the codes of one ``kind`` (``code``: reset codes; ``confirm``:
+    confirmation codes) tried for an account from one address."""
+    return f"{kind}:{userid.lower()[:150]}|{sender.lower()[:240]}"
 
 
 def throttled(session: Session, account: str, sender: str) -> dict[str, datetime | None]:

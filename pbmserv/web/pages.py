@@ -21,7 +21,7 @@ from pbmserv.notifications.drawing import board_diagram_html
 from pbmserv.notifications.views import status_line, summary_context
 from pbmserv.ratings import PROVISIONAL_RD, format_rating
 from pbmserv.render import render_html
-from pbmserv.service.accounts import closed_account, existing_user
+from pbmserv.service.accounts import shown_user, similar_userid
 from pbmserv.service.boards import load_board, moves_of, subscribers
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.pages import tournaments_page
@@ -134,13 +134,11 @@ class Pages:
         before = number_of(request.query_params.get("before"), "before")
         after = number_of(request.query_params.get("after"), "after")
         with self.db.reading() as session:
-            try:
-                user = existing_user(session, userid)
-            except PlayerError:  # one who signed off: their boards still name them
-                found_closed = closed_account(session, userid)
-                if found_closed is None:
-                    raise HTTPException(404, "there is no player of that name") from None
-                user = found_closed
+            user = shown_user(session, userid)
+            if user is None:
+                guess = similar_userid(session, userid)
+                meant = f" (did you mean {guess}?)" if guess else ""
+                raise HTTPException(404, f"there is no player of that name{meant}")
             found = queries.boards_of_player(session, user.id, before=before, after=after)
             ratings = [(engine, rated) for engine in ENGINES.values()
                        if (rated := rating_of(session, user, engine.name)) is not None]
