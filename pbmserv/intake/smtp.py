@@ -15,7 +15,7 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from pbmserv.config import Settings
 from pbmserv.intake.writer import IntakeWriter, Pending
-from pbmserv.mail.addresses import is_ours
+from pbmserv.mail.addresses import MAX_ADDRESS, is_ours
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +24,8 @@ OK = "250 OK"
 OK_STORED = "250 2.0.0 Message accepted as #{}"
 OK_DUPLICATE = "250 2.0.0 Message already received"
 NO_SUCH_USER = "550 5.1.1 No such mailbox here: this server only takes mail for {}"
+SENDER_TOO_LONG = ("553 5.1.7 The sender address is {} characters long; this server takes "
+                   "addresses of at most {}")
 STORE_FAILED = "451 4.3.0 Could not store the message; please try again later"
 
 
@@ -70,6 +72,16 @@ class IntakeHandler:
     def __init__(self, writer: IntakeWriter, settings: Settings) -> None:
         self.writer = writer
         self.settings = settings
+
+    async def handle_MAIL(self, server: SMTP, session: Session, envelope: Envelope,
+                          address: str, mail_options: list[str]) -> str:
+        """An envelope sender longer than any address is refused here, before anything
+        is stored (a mail from it could not be answered)."""
+        if len(address) > MAX_ADDRESS:
+            return SENDER_TOO_LONG.format(len(address), MAX_ADDRESS)
+        envelope.mail_from = address
+        envelope.mail_options.extend(mail_options)
+        return OK
 
     async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,
                           address: str, rcpt_options: list[str]) -> str:

@@ -23,20 +23,22 @@ from pbmserv.db.models import InboundMessage
 from pbmserv.db.prepared import Prepared
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus
+from pbmserv.mail.addresses import MAX_ADDRESS
 from pbmserv.mail.headers import address_of, header
 from pbmserv.mail.mailboxes import first_mailbox, raw_header
 from pbmserv.mail.parse import MAX_HEADER_BYTES
 from pbmserv.mail.text import clean_line
 
 log = logging.getLogger(__name__)
-MAX_ENVELOPE = 320
 #: the most of a Message-ID that is logged
 MAX_LOGGED = 200
 
 
 def clean_envelope(envelope_from: str) -> str:
-    """The envelope sender as stored: printable, at most 320 characters."""
-    return clean_line(envelope_from, MAX_ENVELOPE * 4).replace(" ", "")[:MAX_ENVELOPE]
+    """The envelope sender as stored: printable; "" (none known: the From is used) for
+    one longer than any address, never a piece of it (another address)."""
+    envelope = clean_line(envelope_from, (MAX_ADDRESS + 3) * 4).replace(" ", "")
+    return "" if len(envelope.strip("<>")) > MAX_ADDRESS else envelope
 
 
 def identify(raw: bytes, envelope: str) -> tuple[str, str, str]:
