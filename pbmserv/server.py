@@ -29,6 +29,7 @@ from pbmserv.db.session import Database
 from pbmserv.intake.imap import ImapIntake
 from pbmserv.intake.lmtp import LmtpHandler, make_lmtp_controller
 from pbmserv.intake.smtp import IntakeHandler, make_controller
+from pbmserv.intake.store import Quota
 from pbmserv.intake.writer import IntakeWriter
 from pbmserv.worker import NICENESS, PARENT_PID, WorkLoop, wake
 
@@ -105,7 +106,8 @@ class Server:
         self.children: list[Child] = []
         self.loop: WorkLoop | None = None
         self.thread: threading.Thread | None = None
-        self.writer = IntakeWriter(db, on_stored=lambda _ids: self.wake())
+        self.writer = IntakeWriter(db, on_stored=lambda _ids: self.wake(),
+                                   quota=Quota.of(settings))
         #: the SMTP listener (None without SMTP); aiosmtpd's types are Any
         self.controller: Any = None if port is None else make_controller(
             IntakeHandler(self.writer, settings), host, port, settings)

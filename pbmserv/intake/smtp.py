@@ -14,6 +14,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from pbmserv.config import Settings
+from pbmserv.intake.store import OverQuota, Stored
 from pbmserv.intake.writer import IntakeWriter, Pending
 from pbmserv.mail.addresses import MAX_ADDRESS, is_ours
 
@@ -27,6 +28,8 @@ NO_SUCH_USER = "550 5.1.1 No such mailbox here: this server only takes mail for 
 SENDER_TOO_LONG = ("553 5.1.7 The sender address is {} characters long; this server takes "
                    "addresses of at most {}")
 STORE_FAILED = "451 4.3.0 Could not store the message; please try again later"
+#: the sender is over its quota of stored mail: for now (see pbmserv.intake.store)
+OVER_QUOTA = "451 4.7.1 Not stored: {}; please try again later"
 
 
 def content_of(envelope: Envelope) -> bytes:
@@ -92,12 +95,14 @@ class IntakeHandler:
 
     async def store(self, raw: bytes, envelope: Envelope) -> str:
         """Have the mail committed; the answer for the client once it is (or is not)."""
-        answer: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+        answer: asyncio.Future[Stored] = asyncio.get_running_loop().create_future()
         self.writer.submit(Pending(raw, envelope.mail_from or "<>", answer))
         try:
             stored = await answer
         except Exception:
             return STORE_FAILED
+        if isinstance(stored, OverQuota):
+            return OVER_QUOTA.format(stored)
         return OK_DUPLICATE if stored is None else OK_STORED.format(stored)
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
