@@ -5,6 +5,7 @@ Storing is the intake writer's (group commit); a session waits for its mail's co
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from types import SimpleNamespace
@@ -14,6 +15,13 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from pbmserv.config import Settings
+from pbmserv.connections import (
+    FULL,
+    MAKE_ROOM,
+    CappedConnection,
+    ConnectionCap,
+    quiet_accept_errors,
+)
 from pbmserv.intake.store import OverQuota, Stored
 from pbmserv.intake.writer import IntakeWriter, Pending
 from pbmserv.mail.addresses import MAX_ADDRESS, is_ours
@@ -64,9 +72,32 @@ class IntakeSMTP(CachedAddresses, SMTP):
     """aiosmtpd's SMTP server, its addresses read once (CachedAddresses)."""
 
 
+class CappedSession(CappedConnection):
+    """An SMTP or LMTP session under the process's cap (pbmserv.connections): told
+    with a 421 why it is closed."""
+
+    hostname: str
+
+    def farewell(self, why: str) -> None:
+        code = "4.3.2" if why in (FULL, MAKE_ROOM) else "4.4.2"
+        transport = self.capped_transport
+        if isinstance(transport, asyncio.WriteTransport):
+            transport.write(f"421 {code} {self.hostname} {why}\r\n".encode())
+
+
+class CappedSMTP(CappedSession, IntakeSMTP):
+    """The SMTP listener's sessions."""
+
+
 class SmtpController(Controller):
-    def factory(self) -> IntakeSMTP:
-        return IntakeSMTP(self.handler, **self.SMTP_kwargs)
+    """SMTP on host:port, its sessions counted by ``cap``."""
+
+    cap: ConnectionCap
+
+    def factory(self) -> CappedSMTP:
+        session = CappedSMTP(self.handler, **self.SMTP_kwargs)
+        session.cap = self.cap
+        return session
 
 
 class IntakeHandler:
@@ -106,11 +137,19 @@ class IntakeHandler:
         return OK_DUPLICATE if stored is None else OK_STORED.format(stored)
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        return await self.store(content_of(envelope), envelope)
+        with working(server):
+            return await self.store(content_of(envelope), envelope)
+
+
+def working(server: SMTP) -> contextlib.AbstractContextManager[None]:
+    """While a session's mail is stored, it is busy: never closed to make room."""
+    return server.working() if isinstance(server, CappedConnection) else \
+        contextlib.nullcontext()
 
 
 def make_controller(handler: IntakeHandler, host: str, port: int,
-                    settings: Settings) -> Controller:
+                    settings: Settings, cap: ConnectionCap) -> Controller:
+    """The SMTP listener on host:port; its sessions count against ``cap``."""
     kwargs: dict[str, Any] = {
         "hostname": host,
         "port": port,
@@ -118,5 +157,10 @@ def make_controller(handler: IntakeHandler, host: str, port: int,
         "enable_SMTPUTF8": True,
         "decode_data": False,
         "ident": f"{settings.server_name} ESMTP",
+        # silence is timed by the cap (pbmserv.connections), which says so (421)
+        "timeout": settings.connection_max_seconds,
     }
-    return SmtpController(handler, server_hostname=settings.domain, **kwargs)
+    controller = SmtpController(handler, server_hostname=settings.domain, **kwargs)
+    controller.cap = cap
+    quiet_accept_errors(controller.loop)
+    return controller
