@@ -384,9 +384,11 @@ def main() -> None:
     url = fresh_database(args.database_url, work)
     port = free_port()
     # the bench's players mail far faster than people do: the hourly caps on one
-    # player's mail (which hold what is over them) are set above what they send
+    # player's mail (which hold what is over them) are set above what they send, and
+    # the flood's one sender has no quota of stored mail (it measures the intake)
     env = dict(os.environ, PBMSERV_DATABASE_URL=url, PBMSERV_MAILDIR=str(work / "mail"),
-               PBMSERV_REPLIES_PER_SENDER_HOUR="1000", PBMSERV_MAILS_PER_ADDRESS_HOUR="1000")
+               PBMSERV_REPLIES_PER_SENDER_HOUR="1000", PBMSERV_MAILS_PER_ADDRESS_HOUR="1000",
+               PBMSERV_SENDER_QUOTA_MAILS="0", PBMSERV_SENDER_QUOTA_BYTES="0")
     procs = [subprocess.Popen([sys.executable, "-m", "pbmserv", "serve", "--port", str(port)],
                               env=env, stderr=subprocess.DEVNULL)]
     wait_port(port)

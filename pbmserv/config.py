@@ -158,6 +158,16 @@ class Settings:
     subscribers_per_board: int = 20
     mails_per_address_hour: int = 60
     replies_per_sender_hour: int = 30
+    #: the most mail one sender may have stored in any 24 hours, in mails and in bytes
+    #: (0: no limit); beyond it the intake says "try again later" (pbmserv.intake.store)
+    sender_quota_mails: int = 300
+    sender_quota_bytes: int = 20 * 1024 * 1024
+    #: connections open at once to the SMTP and LMTP listeners together, and to the web
+    #: pages; beyond, the longest idle is closed (pbmserv.connections)
+    max_connections: int = 500
+    #: seconds a connection may stay silent, and the longest it may last
+    connection_idle_seconds: int = 60
+    connection_max_seconds: int = 600
     #: the settings file these settings were read from, if any
     source: Path | None = None
     #: where each key's value came from, when not the default: (key, FILE or ENVIRONMENT
@@ -438,6 +448,13 @@ def _size(raw: Any) -> int:
     return value
 
 
+def _connections(raw: Any) -> int:
+    value = _number(raw)
+    if value < 2:
+        raise ValueError("at least 2 connections")
+    return value
+
+
 def _reply_size(raw: Any) -> int:
     value = _number(raw)
     if value < 4096:
@@ -599,6 +616,19 @@ KEYS: dict[str, tuple[str, str]] = {
     "replies_per_sender_hour": ("replies_per_sender_hour",
                                 "replies to one sender in an hour; later ones are held and "
                                 "come folded into one mail"),
+    "sender_quota_mails": ("sender_quota_mails",
+                           "mails one sender may have stored in 24 hours; beyond, the "
+                           "intake answers 'try again later' (0: no limit)"),
+    "sender_quota_bytes": ("sender_quota_bytes",
+                           "bytes of mail one sender may have stored in 24 hours (0: no "
+                           "limit)"),
+    "max_connections": ("max_connections",
+                        "connections open at once to the SMTP and LMTP listeners, and to the "
+                        "web pages; beyond, the longest idle is closed"),
+    "connection_idle_seconds": ("connection_idle_seconds",
+                                "seconds a connection may stay silent before it is closed"),
+    "connection_max_seconds": ("connection_max_seconds",
+                               "the longest a connection may last, in seconds"),
 }
 PARSERS: dict[str, Any] = {
     "database_url": _database_url, "address": _addresses, "name": _name, "relay": _relay,
@@ -615,6 +645,9 @@ PARSERS: dict[str, Any] = {
     "admin_address": _one_address, "daily_report": _hour,
     "bounce_threshold": _at_least_one, "soft_bounce_threshold": _at_least_one,
     "bounce_days": _at_least_one, "web_url": _url,
+    "sender_quota_mails": _number, "sender_quota_bytes": _number,
+    "max_connections": _connections,
+    "connection_idle_seconds": _seconds, "connection_max_seconds": _seconds,
     **{key: _limit for key in (
         "confirm_hours", "signups_per_sender_day", "challenges_per_sender_day",
         "challenges_per_player_day", "seeks_per_player", "tournaments_per_creator",

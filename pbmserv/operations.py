@@ -319,6 +319,9 @@ def replay(db: Database, settings: Settings, inbound_id: int) -> str:
             raise PlayerError(f"no stored message {inbound_id}")
         if m.status is InboundStatus.DONE:
             raise PlayerError(f"message {inbound_id} was processed already")
+        if m.size and not m.raw:
+            raise PlayerError(f"message {inbound_id} was ignored, and its text was not kept: "
+                              "ask its sender to send it again")
         m.status, m.error = InboundStatus.NEW, None
     return process_message(db, settings, inbound_id)
 

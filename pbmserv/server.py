@@ -25,10 +25,12 @@ from typing import Any
 
 from pbmserv.bot_loop import BotLoop
 from pbmserv.config import Settings
+from pbmserv.connections import ConnectionCap
 from pbmserv.db.session import Database
 from pbmserv.intake.imap import ImapIntake
 from pbmserv.intake.lmtp import LmtpHandler, make_lmtp_controller
 from pbmserv.intake.smtp import IntakeHandler, make_controller
+from pbmserv.intake.store import Quota
 from pbmserv.intake.writer import IntakeWriter
 from pbmserv.worker import NICENESS, PARENT_PID, WorkLoop, wake
 
@@ -105,12 +107,15 @@ class Server:
         self.children: list[Child] = []
         self.loop: WorkLoop | None = None
         self.thread: threading.Thread | None = None
-        self.writer = IntakeWriter(db, on_stored=lambda _ids: self.wake())
+        self.writer = IntakeWriter(db, on_stored=lambda _ids: self.wake(),
+                                   quota=Quota.of(settings))
+        #: the connections of the SMTP and LMTP listeners together
+        self.cap = ConnectionCap.of(settings)
         #: the SMTP listener (None without SMTP); aiosmtpd's types are Any
         self.controller: Any = None if port is None else make_controller(
-            IntakeHandler(self.writer, settings), host, port, settings)
+            IntakeHandler(self.writer, settings), host, port, settings, self.cap)
         self.lmtp_controller = None if lmtp is None else make_lmtp_controller(
-            LmtpHandler(self.writer, settings), lmtp, settings)
+            LmtpHandler(self.writer, settings), lmtp, settings, self.cap)
         self.imap = None if settings.imap is None else ImapIntake(
             db, settings, on_stored=lambda _ids: self.wake())
         self._started: list[Any] = []

@@ -1,7 +1,7 @@
 """Work done at its time: boards whose clock is due get their nag or lose on time,
-players whose digest is due get it, processed mail older than ``purge_days`` is
-deleted, and the administrator gets the mails the incidents call for (and the daily
-report).
+players whose digest is due get it, processed mail older than ``purge_days`` (what
+is left of ignored mail after a week) is deleted, and the administrator gets the
+mails the incidents call for (and the daily report).
 
 Each batch is one transaction: the new state (a board's clock, a digest's starting
 point), its events and the mails commit together, so a crash between the decision
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from sqlalchemy import Select, delete, func, select, update
+from sqlalchemy import Select, and_, delete, func, or_, select, update
 
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
@@ -186,19 +186,26 @@ def _digests_one_by_one(db: Database, settings: Settings, now: datetime | None) 
 
 #: rows deleted in one transaction by a purge (so it never holds the write lock long)
 PURGE_BATCH = 1000
+#: how long what is left of an ignored mail is kept (its row: sender, reason and the
+#: key that knows it if it comes again; its text goes when it is processed): longer
+#: than any MTA tries a mail again (Postfix: 5 days)
+IGNORED_KEPT = timedelta(days=7)
 
 
-def purge_mail(db: Database, older_than: timedelta,
-               now: datetime | None = None) -> tuple[int, int]:
+def purge_mail(db: Database, older_than: timedelta, now: datetime | None = None,
+               ignored_older_than: timedelta | None = None) -> tuple[int, int]:
     """Delete processed mail (done or ignored) received, and outgoing mail (sent,
     discarded, bounced or held back from a bouncing address) made, before
-    ``older_than`` ago, and reset codes expired by then; failed and waiting mail
-    stays.  Returns how many (incoming, outgoing) mails went.  A thousand rows a
-    transaction."""
+    ``older_than`` ago (ignored mail before ``ignored_older_than`` ago, if sooner),
+    and reset codes expired by then; failed and waiting mail stays.  Returns how many
+    (incoming, outgoing) mails went.  A thousand rows a transaction."""
     cutoff = (now or utcnow()) - older_than
+    ignored_cutoff = max(cutoff, (now or utcnow()) - (ignored_older_than or older_than))
     old_in = (select(InboundMessage.id)
-              .where(InboundMessage.status.in_((InboundStatus.DONE, InboundStatus.IGNORED)),
-                     InboundMessage.received_at < cutoff)
+              .where(or_(and_(InboundMessage.status == InboundStatus.DONE,
+                              InboundMessage.received_at < cutoff),
+                         and_(InboundMessage.status == InboundStatus.IGNORED,
+                              InboundMessage.received_at < ignored_cutoff)))
               .order_by(InboundMessage.id).limit(PURGE_BATCH))
     old_out = (select(OutboxMessage.id)
                .where(OutboxMessage.status.in_((OutboxStatus.SENT, OutboxStatus.DISCARDED,
@@ -231,11 +238,12 @@ def purge_mail(db: Database, older_than: timedelta,
 
 
 def run_purge(db: Database, settings: Settings, now: datetime | None = None) -> int:
-    """Delete the processed mail older than ``purge_days`` (none if it is 0); returns
-    how many mails (incoming and outgoing) went."""
+    """Delete the processed mail older than ``purge_days``, ignored mail older than
+    ``IGNORED_KEPT`` (none if ``purge_days`` is 0); returns how many mails (incoming
+    and outgoing) went."""
     if not settings.purge_days:
         return 0
-    inbox, out = purge_mail(db, timedelta(days=settings.purge_days), now)
+    inbox, out = purge_mail(db, timedelta(days=settings.purge_days), now, IGNORED_KEPT)
     if inbox or out:
         log.info("purge: %d incoming and %d outgoing mail(s) older than %d days deleted",
                  inbox, out, settings.purge_days)

@@ -6,19 +6,23 @@ dropped connection, a wrong password and a missing folder told to the administra
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from pbmserv.cli import main
 from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import ImapMessage, InboundMessage
 from pbmserv.db.session import Database
 from pbmserv.intake.imap import (
     DONE_KEYWORD,
+    OVER_QUOTA_RETRY,
     ImapIntake,
     connect,
     envelope_of,
@@ -184,6 +188,28 @@ def test_a_mail_over_the_size_limit_is_left_in_the_folder(
     assert DONE not in big[1] and DONE in small[1]
     assert "over max_size (2048): left in the folder, not taken" in caplog.text
     assert take_once(intake) == 0 and len(inbound(db)) == 1
+
+
+def test_a_mail_over_its_senders_quota_is_left_in_the_folder_for_later(
+        dovecot: Dovecot, db: Database, settings: Settings, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = replace(imap_settings(settings, dovecot, tmp_path), sender_quota_mails=1)
+    dovecot.deliver(mail("help", 1))
+    dovecot.deliver(mail("help", 2))
+    intake = ImapIntake(db, settings)
+    assert take_once(intake) == 1
+    [first, second] = sorted(dovecot.messages().items())
+    assert DONE in first[1] and DONE not in second[1]
+    assert ("is not taken: <alice@example.org> has had 1 mails stored in the last 24 hours"
+            in caplog.text)
+    assert take_once(intake) == 0  # not fetched again before its time
+    with db.transaction() as session:  # a day later the first leaves the window
+        session.execute(update(InboundMessage).values(
+            received_at=utcnow() - timedelta(days=1, minutes=1)))
+    later = time.monotonic() + OVER_QUOTA_RETRY + 1
+    monkeypatch.setattr("pbmserv.intake.imap.time.monotonic", lambda: later)
+    assert take_once(intake) == 1
+    assert all(DONE in flags for flags in dovecot.messages().values())
 
 
 def test_envelope_of() -> None:

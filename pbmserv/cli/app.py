@@ -22,6 +22,7 @@ from typing import Any, NoReturn, TypeVar, cast
 
 import click
 
+from pbmserv.cli.terminal import escape_output
 from pbmserv.config import LOG_LEVELS, Settings, SettingsError
 from pbmserv.db import migrate
 from pbmserv.db.problems import describe, explain
@@ -171,6 +172,7 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
 def main(ctx: click.Context, config: str | None, log_level: str | None,
          log_file: str | None, syslog: bool | None, verbose: bool) -> None:
     """pbmserv: a play-by-email board game server."""
+    escape_output()  # what a stranger wrote is shown, never obeyed (pbmserv.cli.terminal)
     overrides: dict[str, Any] = {}
     if log_level is not None or verbose:
         overrides["log_level"] = (log_level or "debug").lower()

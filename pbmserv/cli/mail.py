@@ -27,7 +27,7 @@ from pbmserv.cli.app import (
 from pbmserv.config import Settings, masked_url, parse_listen, relay_url
 from pbmserv.db import migrate
 from pbmserv.db.problems import describe
-from pbmserv.intake.store import store_message
+from pbmserv.intake.store import OverQuota, Quota, store_message
 from pbmserv.logs import plain_stderr
 from pbmserv.processing import process_pending
 from pbmserv.sender.delivery import Sender
@@ -154,14 +154,17 @@ def deliver(ctx: click.Context, sender: str | None) -> None:
     envelope_from = "" if sender is None else (sender.strip() or "<>")
     try:
         db = database(settings, any_schema=True)
+        quota = Quota.of(settings)
         try:
-            stored = store_message(db, raw, envelope_from)
+            stored = store_message(db, raw, envelope_from, quota)
         except Exception:  # a new or older schema: migrate it, and try once more
             migrate.ensure(db)
-            stored = store_message(db, raw, envelope_from)
+            stored = store_message(db, raw, envelope_from, quota)
     except Exception as exc:
         log.debug("could not store the message", exc_info=True)
         _tempfail(f"could not store the message: {describe(exc, settings.database_url)}")
+    if isinstance(stored, OverQuota):  # not stored: the MTA keeps it and tries later
+        _tempfail(f"not stored: {stored}")
     # stored: from here on nothing is lost; the rest may be retried by any worker.
     # Everything pending is processed oldest first (this mail included), so mail that
     # arrives in quick succession through parallel pipes is still applied in order.

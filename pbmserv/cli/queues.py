@@ -54,7 +54,12 @@ def inbox_show(settings: Settings, message_id: int) -> None:
         m = session.get(InboundMessage, message_id)
         if m is None:
             raise click.ClickException(f"no stored message {message_id}")
-        click.echo(m.raw.decode("utf-8", "replace"))
+        if m.raw or not m.size:
+            click.echo(m.raw.decode("utf-8", "replace"))
+        else:  # an ignored mail keeps no text (pbmserv.processing.batches)
+            click.echo(f"(ignored: its text, {m.size} bytes, was not kept; only its sender "
+                       f"<{m.sender or m.envelope_from}> and the key that knows it if it "
+                       "comes again)")
         if m.error:
             click.echo(f"--- {m.status}:\n{m.error}")
 

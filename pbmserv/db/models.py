@@ -282,7 +282,11 @@ class InboundMessage(Base):
 
     __tablename__ = "inbound_messages"
     __table_args__ = (Index("ix_inbound_messages_status", "status"),
-                      Index("ix_inbound_messages_status_sender", "status", "sender"))
+                      Index("ix_inbound_messages_status_sender", "status", "sender"),
+                      # a sender's mail of the last day, counted from the index alone
+                      # (the intake's quota, pbmserv.intake.store)
+                      Index("ix_inbound_messages_sender_received", "sender", "received_at",
+                            "size"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -292,6 +296,8 @@ class InboundMessage(Base):
     #: sender + Message-ID; unique, so a redelivered mail is stored (and applied) once
     dedupe_key: Mapped[str | None] = mapped_column(String(1000), unique=True, default=None)
     raw: Mapped[bytes] = mapped_column(LargeBinary)
+    #: the mail's size as it came, in bytes (kept when an ignored mail's text is dropped)
+    size: Mapped[int] = mapped_column(default=0)
     status: Mapped[InboundStatus] = mapped_column(StrEnumType(InboundStatus),
                                                   default=InboundStatus.NEW)
     error: Mapped[str | None] = mapped_column(Text, default=None)

@@ -37,7 +37,7 @@ from pbmserv.config import Mailbox, Settings, SettingsError, read_password
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import ImapMessage, ImapState
 from pbmserv.db.session import Database
-from pbmserv.intake.store import store_batch
+from pbmserv.intake.store import OverQuota, Quota, Stored, store_batch
 from pbmserv.mail.text import clean_line
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,8 @@ PROBLEM_RETRY = 120.0
 CRASH_ENV = "PBMSERV_TEST_CRASH_AT"
 #: UIDs looked up in the database in one query
 LOOKUP_CHUNK = 500
+#: how long a mail over its sender's quota stays in the folder before it is tried again
+OVER_QUOTA_RETRY = 600.0
 _RETURN_PATH = re.compile(rb"(?im)^return-path:[ \t]*<([^>\r\n]{0,320})>")
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
 
@@ -248,6 +250,9 @@ class ImapIntake(threading.Thread):
         self.mailbox: Mailbox = settings.imap
         self.key = str(self.mailbox)
         self.on_stored = on_stored
+        self.quota = Quota.of(settings)
+        #: mails left in the folder, over their sender's quota: UID -> when to try again
+        self._later: dict[int, float] = {}
         self._stopping = threading.Event()
         self._reported: str | None = None
         self._client: IMAPClient | None = None
@@ -365,7 +370,10 @@ class ImapIntake(threading.Thread):
         if unmarked:
             self._mark_done(client, unmarked)
         stored = 0
-        for chunk in _chunks([u for u in uids if u not in known], FETCH_BATCH):
+        now = time.monotonic()
+        self._later = {u: at for u, at in self._later.items() if at > now}
+        for chunk in _chunks([u for u in uids if u not in known and u not in self._later],
+                             FETCH_BATCH):
             stored += self._take(client, uidvalidity, chunk)
         return stored
 
@@ -387,9 +395,11 @@ class ImapIntake(threading.Thread):
         mails = [(u, bytes(fetched[u][b"BODY[]"])) for u in small if u in fetched]
         _checkpoint("imap-fetched")
 
-        def record(session: Session, ids: list[int | None]) -> None:
+        def record(session: Session, ids: list[Stored]) -> None:
             now = utcnow()
             for (uid, _), stored in zip(mails, ids, strict=True):
+                if isinstance(stored, OverQuota):  # not taken: tried again later
+                    continue
                 session.add(ImapMessage(mailbox=self.key, uidvalidity=uidvalidity, uid=uid,
                                         inbound_id=stored, outcome="stored", taken_at=now))
             for uid in big:
@@ -397,17 +407,27 @@ class ImapIntake(threading.Thread):
                                         outcome="too big", taken_at=now))
             session.flush()
 
-        ids = store_batch(self.db, [(raw, envelope_of(raw)) for _, raw in mails], also=record)
+        ids = store_batch(self.db, [(raw, envelope_of(raw)) for _, raw in mails], also=record,
+                          quota=self.quota)
         _checkpoint("imap-stored")
+        over = []
+        for (uid, _), stored in zip(mails, ids, strict=True):
+            if isinstance(stored, OverQuota):  # left in the folder, unmarked
+                over.append(uid)
+                self._later[uid] = time.monotonic() + OVER_QUOTA_RETRY
+                log.warning("IMAP %s: the mail with UID %s is not taken: %s; left in the "
+                            "folder, tried again in %d minutes", self.key, uid, stored,
+                            OVER_QUOTA_RETRY // 60)
         for uid in big:
             log.warning("IMAP %s: the mail with UID %s is %s bytes, over max_size (%s): "
                         "left in the folder, not taken", self.key, uid,
                         sizes[uid][b"RFC822.SIZE"], limit)
-        fresh = [i for i in ids if i is not None]
+        fresh = [i for i in ids if isinstance(i, int)]
         if fresh:
             self.on_stored(fresh)
-        if mails:
-            self._mark_done(client, [u for u, _ in mails])
+        taken = [u for u, _ in mails if u not in over]
+        if taken:
+            self._mark_done(client, taken)
         return len(fresh)
 
     # -- telling the administrator ----------------------------------------------------

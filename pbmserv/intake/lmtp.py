@@ -23,7 +23,8 @@ from aiosmtpd.lmtp import LMTP
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from pbmserv.config import Settings, SettingsError
-from pbmserv.intake.smtp import CachedAddresses, IntakeHandler, content_of
+from pbmserv.connections import ConnectionCap, quiet_accept_errors
+from pbmserv.intake.smtp import CachedAddresses, CappedSession, IntakeHandler, content_of, working
 
 TOO_BIG = "552 5.3.4 Message too big for this server (at most {} bytes)"
 #: the most the protocol reads of one mail, whatever the settings
@@ -36,7 +37,8 @@ class LmtpHandler(IntakeHandler):
         if len(raw) > self.settings.max_message_size:
             answer = TOO_BIG.format(self.settings.max_message_size)
         else:
-            answer = await self.store(raw, envelope)
+            with working(server):
+                answer = await self.store(raw, envelope)
         return "\r\n".join(answer for _ in envelope.rcpt_tos)
 
 
@@ -44,12 +46,19 @@ class IntakeLMTP(CachedAddresses, LMTP):
     """aiosmtpd's LMTP server, its addresses read once (CachedAddresses)."""
 
 
+class CappedLMTP(CappedSession, IntakeLMTP):
+    """The LMTP listener's sessions, counted with the SMTP listener's."""
+
+
 class _LmtpFactory:
     handler: Any
     SMTP_kwargs: dict[str, Any]
+    cap: ConnectionCap
 
     def factory(self) -> LMTP:
-        return IntakeLMTP(self.handler, **self.SMTP_kwargs)
+        session = CappedLMTP(self.handler, **self.SMTP_kwargs)
+        session.cap = self.cap
+        return session
 
 
 class LmtpController(_LmtpFactory, Controller):
@@ -104,15 +113,26 @@ def _remove_stale(path: Path) -> None:
     raise OSError(98, "Address already in use", str(path))
 
 
-def make_lmtp_controller(handler: LmtpHandler, where: str,
-                         settings: Settings) -> LmtpController | LmtpSocketController:
-    """An LMTP listener on ``where``: host:port, or the path of a Unix socket."""
+def make_lmtp_controller(handler: LmtpHandler, where: str, settings: Settings,
+                         cap: ConnectionCap) -> LmtpController | LmtpSocketController:
+    """An LMTP listener on ``where``: host:port, or the path of a Unix socket; its
+    sessions count against ``cap``."""
+    controller = _lmtp_controller(handler, where, settings)
+    controller.cap = cap
+    quiet_accept_errors(controller.loop)
+    return controller
+
+
+def _lmtp_controller(handler: LmtpHandler, where: str,
+                     settings: Settings) -> LmtpController | LmtpSocketController:
     kwargs: dict[str, Any] = {
         # the settings' limit is the handler's, to answer once per recipient
         "data_size_limit": max(HARD_LIMIT, settings.max_message_size),
         "enable_SMTPUTF8": True,
         "decode_data": False,
         "ident": f"{settings.server_name} LMTP",
+        # silence is timed by the cap (pbmserv.connections), which says so (421)
+        "timeout": settings.connection_max_seconds,
     }
     if where.startswith("/"):
         gid = -1

@@ -5,6 +5,7 @@ Storing is the intake writer's (group commit); a session waits for its mail's co
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from types import SimpleNamespace
@@ -14,8 +15,16 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from pbmserv.config import Settings
+from pbmserv.connections import (
+    FULL,
+    MAKE_ROOM,
+    CappedConnection,
+    ConnectionCap,
+    quiet_accept_errors,
+)
+from pbmserv.intake.store import OverQuota, Stored
 from pbmserv.intake.writer import IntakeWriter, Pending
-from pbmserv.mail.addresses import is_ours
+from pbmserv.mail.addresses import MAX_ADDRESS, is_ours
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +33,11 @@ OK = "250 OK"
 OK_STORED = "250 2.0.0 Message accepted as #{}"
 OK_DUPLICATE = "250 2.0.0 Message already received"
 NO_SUCH_USER = "550 5.1.1 No such mailbox here: this server only takes mail for {}"
+SENDER_TOO_LONG = ("553 5.1.7 The sender address is {} characters long; this server takes "
+                   "addresses of at most {}")
 STORE_FAILED = "451 4.3.0 Could not store the message; please try again later"
+#: the sender is over its quota of stored mail: for now (see pbmserv.intake.store)
+OVER_QUOTA = "451 4.7.1 Not stored: {}; please try again later"
 
 
 def content_of(envelope: Envelope) -> bytes:
@@ -59,9 +72,32 @@ class IntakeSMTP(CachedAddresses, SMTP):
     """aiosmtpd's SMTP server, its addresses read once (CachedAddresses)."""
 
 
+class CappedSession(CappedConnection):
+    """An SMTP or LMTP session under the process's cap (pbmserv.connections): told
+    with a 421 why it is closed."""
+
+    hostname: str
+
+    def farewell(self, why: str) -> None:
+        code = "4.3.2" if why in (FULL, MAKE_ROOM) else "4.4.2"
+        transport = self.capped_transport
+        if isinstance(transport, asyncio.WriteTransport):
+            transport.write(f"421 {code} {self.hostname} {why}\r\n".encode())
+
+
+class CappedSMTP(CappedSession, IntakeSMTP):
+    """The SMTP listener's sessions."""
+
+
 class SmtpController(Controller):
-    def factory(self) -> IntakeSMTP:
-        return IntakeSMTP(self.handler, **self.SMTP_kwargs)
+    """SMTP on host:port, its sessions counted by ``cap``."""
+
+    cap: ConnectionCap
+
+    def factory(self) -> CappedSMTP:
+        session = CappedSMTP(self.handler, **self.SMTP_kwargs)
+        session.cap = self.cap
+        return session
 
 
 class IntakeHandler:
@@ -70,6 +106,16 @@ class IntakeHandler:
     def __init__(self, writer: IntakeWriter, settings: Settings) -> None:
         self.writer = writer
         self.settings = settings
+
+    async def handle_MAIL(self, server: SMTP, session: Session, envelope: Envelope,
+                          address: str, mail_options: list[str]) -> str:
+        """An envelope sender longer than any address is refused here, before anything
+        is stored (a mail from it could not be answered)."""
+        if len(address) > MAX_ADDRESS:
+            return SENDER_TOO_LONG.format(len(address), MAX_ADDRESS)
+        envelope.mail_from = address
+        envelope.mail_options.extend(mail_options)
+        return OK
 
     async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,
                           address: str, rcpt_options: list[str]) -> str:
@@ -80,20 +126,30 @@ class IntakeHandler:
 
     async def store(self, raw: bytes, envelope: Envelope) -> str:
         """Have the mail committed; the answer for the client once it is (or is not)."""
-        answer: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+        answer: asyncio.Future[Stored] = asyncio.get_running_loop().create_future()
         self.writer.submit(Pending(raw, envelope.mail_from or "<>", answer))
         try:
             stored = await answer
         except Exception:
             return STORE_FAILED
+        if isinstance(stored, OverQuota):
+            return OVER_QUOTA.format(stored)
         return OK_DUPLICATE if stored is None else OK_STORED.format(stored)
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        return await self.store(content_of(envelope), envelope)
+        with working(server):
+            return await self.store(content_of(envelope), envelope)
+
+
+def working(server: SMTP) -> contextlib.AbstractContextManager[None]:
+    """While a session's mail is stored, it is busy: never closed to make room."""
+    return server.working() if isinstance(server, CappedConnection) else \
+        contextlib.nullcontext()
 
 
 def make_controller(handler: IntakeHandler, host: str, port: int,
-                    settings: Settings) -> Controller:
+                    settings: Settings, cap: ConnectionCap) -> Controller:
+    """The SMTP listener on host:port; its sessions count against ``cap``."""
     kwargs: dict[str, Any] = {
         "hostname": host,
         "port": port,
@@ -101,5 +157,10 @@ def make_controller(handler: IntakeHandler, host: str, port: int,
         "enable_SMTPUTF8": True,
         "decode_data": False,
         "ident": f"{settings.server_name} ESMTP",
+        # silence is timed by the cap (pbmserv.connections), which says so (421)
+        "timeout": settings.connection_max_seconds,
     }
-    return SmtpController(handler, server_hostname=settings.domain, **kwargs)
+    controller = SmtpController(handler, server_hostname=settings.domain, **kwargs)
+    controller.cap = cap
+    quiet_accept_errors(controller.loop)
+    return controller

@@ -4,6 +4,10 @@ Only the raw bytes (a blob) and a few short, cleaned strings are stored, so no m
 however hostile (NUL bytes in the envelope or headers, odd encodings), can make the
 store fail for good and have the sending MTA retry for days.  ``store_batch`` stores
 many mails in one transaction: one commit (one fsync) for all of them.
+
+Given a ``Quota``, it stores no more of one sender's mail in 24 hours than the quota
+(``sender_quota_mails``, ``sender_quota_bytes``): a mail beyond it is not stored, and
+the intake tells its sender to try again later.
 """
 
 from __future__ import annotations
@@ -11,32 +15,37 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from email.parser import BytesHeaderParser
 from email.policy import compat32
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
+from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import InboundMessage
 from pbmserv.db.prepared import Prepared
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus
+from pbmserv.mail.addresses import MAX_ADDRESS
 from pbmserv.mail.headers import address_of, header
 from pbmserv.mail.mailboxes import first_mailbox, raw_header
 from pbmserv.mail.parse import MAX_HEADER_BYTES
 from pbmserv.mail.text import clean_line
 
 log = logging.getLogger(__name__)
-MAX_ENVELOPE = 320
 #: the most of a Message-ID that is logged
 MAX_LOGGED = 200
 
 
 def clean_envelope(envelope_from: str) -> str:
-    """The envelope sender as stored: printable, at most 320 characters."""
-    return clean_line(envelope_from, MAX_ENVELOPE * 4).replace(" ", "")[:MAX_ENVELOPE]
+    """The envelope sender as stored: printable; "" (none known: the From is used) for
+    one longer than any address, never a piece of it (another address)."""
+    envelope = clean_line(envelope_from, (MAX_ADDRESS + 3) * 4).replace(" ", "")
+    return "" if len(envelope.strip("<>")) > MAX_ADDRESS else envelope
 
 
 def identify(raw: bytes, envelope: str) -> tuple[str, str, str]:
@@ -65,13 +74,59 @@ def dedupe_key(raw: bytes, envelope_from: str) -> str:
 # As text with typed parameters (the same SQL on SQLite and PostgreSQL), prepared once
 # (SQLAlchemy's own insert().on_conflict_do_nothing() has no cache key: it was
 # compiled again for every mail, a tenth of the intake's CPU)
-_STORED = ("raw", "envelope_from", "sender", "dedupe_key", "received_at", "status")
+_STORED = ("raw", "size", "envelope_from", "sender", "dedupe_key", "received_at", "status")
+_COLUMNS = InboundMessage.__table__.c
 _INSERT = Prepared(text(
     f"INSERT INTO inbound_messages ({', '.join(_STORED)}) "
     f"VALUES ({', '.join(':' + name for name in _STORED)}) "
     "ON CONFLICT (dedupe_key) DO NOTHING RETURNING id"
-).bindparams(*(bindparam(name, type_=InboundMessage.__table__.c[name].type)
-               for name in _STORED)))
+).bindparams(*(bindparam(name, type_=_COLUMNS[name].type) for name in _STORED)))
+# a sender's mails and bytes stored since a time, read from the index
+# (sender, received_at, size) alone
+_USED = Prepared(text(
+    "SELECT count(*), coalesce(sum(size), 0) FROM inbound_messages "
+    "WHERE sender = :sender AND received_at >= :since"
+).bindparams(bindparam("sender", type_=_COLUMNS["sender"].type),
+             bindparam("since", type_=_COLUMNS["received_at"].type)))
+_KNOWN = Prepared(text("SELECT id FROM inbound_messages WHERE dedupe_key = :dedupe_key")
+                  .bindparams(bindparam("dedupe_key", type_=_COLUMNS["dedupe_key"].type)))
+#: the window of the sender quota
+QUOTA_WINDOW = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class Quota:
+    """The most mail one sender may have stored in ``QUOTA_WINDOW`` (0: no limit)."""
+
+    mails: int
+    size: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> Quota | None:
+        """The settings' quota; None if they set none."""
+        if not settings.sender_quota_mails and not settings.sender_quota_bytes:
+            return None
+        return cls(settings.sender_quota_mails, settings.sender_quota_bytes)
+
+
+@dataclass(frozen=True)
+class OverQuota:
+    """A mail not stored: its sender had the quota's worth stored in the window.  The
+    answer is "try again later": the oldest of the sender's mails leaves the window
+    within a day, and a temporary refusal is never turned into a bounce to a sender
+    who may be forged (see docs/admin.md, "Limits")."""
+
+    sender: str
+    #: what is over: "300 mails" or "20971520 bytes"
+    over: str
+
+    def __str__(self) -> str:
+        return (f"<{self.sender}> has had {self.over} stored in the last 24 hours, "
+                "this server's most from one sender")
+
+
+#: what store_batch says of each mail: its id; None, a redelivery; or OverQuota
+Stored = int | None | OverQuota
 
 
 def _insert(session: Session, values: dict[str, Any]) -> int | None:
@@ -79,24 +134,67 @@ def _insert(session: Session, values: dict[str, Any]) -> int | None:
     return None if row is None else int(row[0])
 
 
+class _Usage:
+    """Each sender's mail in the window, as a batch is stored (read from the database
+    once for each sender, then counted on)."""
+
+    def __init__(self, session: Session, quota: Quota, now: datetime) -> None:
+        self.session = session
+        self.quota = quota
+        self.since = now - QUOTA_WINDOW
+        self.used: dict[str, list[int]] = {}
+
+    def over(self, sender: str, size: int) -> OverQuota | None:
+        """Whether one more mail of ``size`` bytes from ``sender`` is over the quota;
+        if it is not, it is counted."""
+        used = self.used.get(sender)
+        if used is None:
+            row = _USED.first(self.session.connection(), {"sender": sender,
+                                                          "since": self.since})
+            used = self.used[sender] = [int(row[0]), int(row[1])] if row else [0, 0]
+        quota = self.quota
+        if quota.mails and used[0] + 1 > quota.mails:
+            return OverQuota(sender, f"{quota.mails} mails")
+        if quota.size and used[1] + size > quota.size:
+            return OverQuota(sender, f"{quota.size} bytes")
+        used[0] += 1
+        used[1] += size
+        return None
+
+
+def _over_or_known(session: Session, values: dict[str, Any],
+                   over: OverQuota) -> OverQuota | None:
+    """A mail over its sender's quota: None if it was stored before (a redelivery is
+    acknowledged, never refused), else the refusal."""
+    known = _KNOWN.first(session.connection(), {"dedupe_key": values["dedupe_key"]})
+    return over if known is None else None
+
+
 def store_batch(db: Database, mails: Sequence[tuple[bytes, str]],
-                also: Callable[[Session, list[int | None]], None] | None = None,
-                ) -> list[int | None]:
+                also: Callable[[Session, list[Stored]], None] | None = None,
+                quota: Quota | None = None) -> list[Stored]:
     """Commit many raw mails at once; for each, its id, or None if it was stored
-    before (a redelivery: the same sender and Message-ID).  ``also`` is called with
-    the session and those ids before the commit: what it writes is committed with the
-    mails, or not at all (the IMAP intake's record of the UIDs it took)."""
+    before (a redelivery: the same sender and Message-ID), or OverQuota if its sender
+    had ``quota``'s worth stored in the last 24 hours (not stored).  ``also`` is called
+    with the session and those answers before the commit: what it writes is committed
+    with the mails, or not at all (the IMAP intake's record of the UIDs it took)."""
     rows: list[dict[str, Any]] = []
     message_ids = []
+    now = utcnow()
     for raw, envelope_from in mails:
         envelope = clean_envelope(envelope_from)
         sender, message_id, key = identify(raw, envelope)
         message_ids.append(message_id)
-        rows.append({"raw": raw, "envelope_from": envelope, "sender": sender[:320],
-                     "dedupe_key": key, "received_at": utcnow(),
+        rows.append({"raw": raw, "size": len(raw), "envelope_from": envelope,
+                     "sender": sender[:320], "dedupe_key": key, "received_at": now,
                      "status": InboundStatus.NEW})
     with db.transaction(urgent=True) as session:
-        ids = [_insert(session, values) for values in rows]
+        usage = None if quota is None else _Usage(session, quota, now)
+        ids: list[Stored] = []
+        for values in rows:
+            over = None if usage is None else usage.over(values["sender"], values["size"])
+            ids.append(_insert(session, values) if over is None
+                       else _over_or_known(session, values, over))
         if also is not None:
             also(session, ids)
     # one line per mail, to follow it from the MTA's log into ours: never its Subject
@@ -106,12 +204,27 @@ def store_batch(db: Database, mails: Sequence[tuple[bytes, str]],
         if stored is None:
             log.info("received again, not stored twice: %s from <%s>", mid,
                      values["envelope_from"])
+        elif isinstance(stored, OverQuota):
+            log.info("refused for now, not stored: %s from <%s>: %s", mid,
+                     values["envelope_from"], stored)
         else:
             log.info("received #%s: %s from <%s>, %d bytes", stored, mid,
                      values["envelope_from"], len(values["raw"]))
     return ids
 
 
-def store_message(db: Database, raw: bytes, envelope_from: str = "") -> int | None:
-    """Commit one raw mail; returns its id, or None if it was stored before."""
-    return store_batch(db, [(raw, envelope_from)])[0]
+@overload
+def store_message(db: Database, raw: bytes, envelope_from: str = "",
+                  quota: None = None) -> int | None: ...
+
+
+@overload
+def store_message(db: Database, raw: bytes, envelope_from: str,
+                  quota: Quota | None) -> Stored: ...
+
+
+def store_message(db: Database, raw: bytes, envelope_from: str = "",
+                  quota: Quota | None = None) -> Stored:
+    """Commit one raw mail; returns its id, None if it was stored before, or
+    OverQuota (see ``store_batch``)."""
+    return store_batch(db, [(raw, envelope_from)], quota=quota)[0]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pbmserv.db.session import Database
-from pbmserv.intake.store import store_batch
+from pbmserv.intake.store import Quota, Stored, store_batch
 
 log = logging.getLogger(__name__)
 #: the most mails stored in one transaction
@@ -30,11 +30,12 @@ GATHER = 0.001
 class Pending:
     raw: bytes
     envelope_from: str
-    #: the session's answer: the mail's id, None for a redelivery, or the error
-    answer: asyncio.Future[int | None]
+    #: the session's answer: the mail's id, None for a redelivery, OverQuota, or the
+    #: error
+    answer: asyncio.Future[Stored]
 
 
-def _settle(answers: list[tuple[asyncio.Future[int | None], int | None,
+def _settle(answers: list[tuple[asyncio.Future[Stored], Stored,
                                 BaseException | None]]) -> None:
     for answer, stored, error in answers:
         if answer.done():
@@ -47,10 +48,12 @@ def _settle(answers: list[tuple[asyncio.Future[int | None], int | None,
 
 class IntakeWriter(threading.Thread):
     def __init__(self, db: Database,
-                 on_stored: Callable[[list[int]], None] = lambda ids: None) -> None:
+                 on_stored: Callable[[list[int]], None] = lambda ids: None,
+                 quota: Quota | None = None) -> None:
         super().__init__(name="intake-writer", daemon=True)
         self.db = db
         self.on_stored = on_stored
+        self.quota = quota
         self.queue: queue.Queue[Pending | None] = queue.Queue()
 
     def submit(self, item: Pending) -> None:
@@ -83,9 +86,10 @@ class IntakeWriter(threading.Thread):
 
     def _store(self, batch: list[Pending]) -> None:
         error: BaseException | None = None
-        ids: list[int | None] = [None] * len(batch)
+        ids: list[Stored] = [None] * len(batch)
         try:
-            ids = store_batch(self.db, [(p.raw, p.envelope_from) for p in batch])
+            ids = store_batch(self.db, [(p.raw, p.envelope_from) for p in batch],
+                              quota=self.quota)
         except Exception as exc:  # the database said no: every sender is told to retry
             log.error("could not store %d message(s): %s", len(batch), type(exc).__name__)
             error = exc
@@ -95,6 +99,6 @@ class IntakeWriter(threading.Thread):
             by_loop.setdefault(item.answer.get_loop(), []).append((item.answer, stored, error))
         for loop, answers in by_loop.items():
             loop.call_soon_threadsafe(_settle, answers)
-        fresh = [i for i in ids if i is not None]
+        fresh = [i for i in ids if isinstance(i, int)]
         if fresh:
             self.on_stored(fresh)

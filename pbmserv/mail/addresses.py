@@ -13,6 +13,9 @@ _TAG_MARK = re.compile(r"\[(b[0-9]{1,10}u[0-9]{1,10}[a-z0-9]{0,60}-[a-z2-7]{16})
 BOUNCE_PREFIX = "bounce-"
 #: the tag of the address that unsubscribes from a mail people subscribe to
 UNSUBSCRIBE_PREFIX = "unsub-"
+#: the longest address taken (RFC 5321's 256-octet path, less its brackets): a
+#: longer one could not be mailed, and is refused before it reaches the database
+MAX_ADDRESS = 254
 
 
 def subaddress(address: str, tag: str) -> str:

@@ -279,7 +279,12 @@ def _run_one(session: Session, settings: Settings, stored: Stored, now: object) 
         status = handle(session, settings, stored.id, mail, secrets)
         done = {"inbound_id": stored.id, "status": status, "now": now,
                 "error": mail.silent_reason or mail.refusal or None}
-        masked = mask_raw(stored.raw, secrets) if stored.raw else stored.raw
+        if status is InboundStatus.IGNORED:
+            # bulk, robots, bounces: only the row is kept, its key to know the mail if
+            # it comes again (timers.purge_mail), never the whole mail
+            masked = b""
+        else:
+            masked = mask_raw(stored.raw, secrets) if stored.raw else stored.raw
         if masked != stored.raw:  # no password or code lies in the store
             _DONE_MASKED.run(session.connection(), {**done, "raw": masked})
         else:

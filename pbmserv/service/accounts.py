@@ -22,6 +22,7 @@ from pbmserv.db.models import (
 )
 from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import BoardStatus, SeekStatus
+from pbmserv.mail.addresses import MAX_ADDRESS
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.passwords import check_password, hash_password
 from pbmserv.service.throttle import account_key, record_success, sender_key, throttled
@@ -246,6 +247,9 @@ def check_new_password(password: str) -> None:
 
 
 def check_email(email: str) -> str:
+    if len(email) > MAX_ADDRESS:
+        raise PlayerError(f"the address {email[:40]}... is {len(email)} characters long; "
+                          f"a mail address has at most {MAX_ADDRESS}")
     if not EMAIL_RE.match(email):
         raise PlayerError(f"{email!r} is not a mail address like name@example.org")
     return email.lower()

@@ -10,6 +10,7 @@ from urllib.parse import quote
 from sqlalchemy.exc import DBAPIError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Match, Route
@@ -18,6 +19,7 @@ from pbmserv.config import Settings
 from pbmserv.db import migrate
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
+from pbmserv.web.limits import BodyLimit
 from pbmserv.web.metrics import exposition, registry_for
 from pbmserv.web.pages import Pages, page
 from pbmserv.web.unsubscribe import Unsubscribing
@@ -25,7 +27,7 @@ from pbmserv.web.unsubscribe import Unsubscribing
 log = logging.getLogger("pbmserv.web")
 #: what an error page says above the detail
 TITLES = {400: "Bad request", 404: "Not found", 405: "Not allowed",
-          503: "Not available just now"}
+          413: "Request too large", 503: "Not available just now"}
 #: seconds a client is asked to wait when the database is down
 RETRY_AFTER = 60
 #: Prometheus's text format
@@ -39,7 +41,7 @@ def create_app(db: Database, settings: Settings) -> Starlette:
     leaving = Unsubscribing(db, settings)
     registry = registry_for(db)
 
-    def error(request: Request, exc: Exception) -> Response:
+    def error(request: Request | None, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         title = TITLES.get(exc.status_code, "Error")
         detail = exc.detail if exc.status_code in TITLES else ""
@@ -102,6 +104,7 @@ def create_app(db: Database, settings: Settings) -> Starlette:
     app = Starlette(routes=[*routes, Route("/{path:path}", trailing_slash,
                                                 methods=["GET", "HEAD", "POST", "PUT",
                                                          "DELETE", "PATCH", "OPTIONS"])],
-                    exception_handlers={HTTPException: error, DBAPIError: database_down})
+                    exception_handlers={HTTPException: error, DBAPIError: database_down},
+                    middleware=[Middleware(BodyLimit, refusal=lambda exc: error(None, exc))])
     app.router.redirect_slashes = False
     return app
