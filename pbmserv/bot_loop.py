@@ -12,7 +12,6 @@ for it, so it is neither lost nor played twice.
 from __future__ import annotations
 
 import logging
-import select
 import threading
 import time
 
@@ -114,7 +113,7 @@ class BotLoop:
         if fileno is None:
             self.stopping.wait(self.interval)
             return
-        ready, _, _ = select.select([fileno], [], [], self.interval)
+        ready = wakeups.readable([fileno], self.interval)
         if ready:
             bell.drain()
 

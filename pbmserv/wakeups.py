@@ -17,13 +17,25 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import select
 import socket
 import threading
+from collections.abc import Iterable
 
 BOTS = "bots"
 WORKER = "worker"
 
 _requested = threading.local()
+
+
+def readable(fds: Iterable[int], timeout: float) -> set[int]:
+    """Which of ``fds`` have something to read within ``timeout`` seconds (poll(2):
+    a descriptor of any number; select(2) takes none above 1023, and a server with many
+    connections open has them)."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return {fd for fd, _ in poller.poll(timeout * 1000)}
 
 
 def address(database_url: str, job: str) -> bytes:

@@ -13,7 +13,6 @@ import contextlib
 import ctypes
 import logging
 import os
-import select
 import signal
 import threading
 import time
@@ -156,7 +155,7 @@ class WorkLoop:
         if not fds:
             self.stopping.wait(self.interval)
             return
-        ready, _, _ = select.select(fds, [], [], self.interval)
+        ready = wakeups.readable(fds, self.interval)
         if self.wake_fd in ready:
             with contextlib.suppress(BlockingIOError):
                 os.read(self.wake_fd, 65536)  # every wake-up so far, at once

@@ -45,46 +45,45 @@ class UrgentFlag:
     lock (``flock``) on a small file beside the database, held by each process whose
     urgent writer waits.  Any number hold it at once, each its own, and the kernel lets
     a process's go when it ends: one writer never lowers another's flag, and a writer
-    that died leaves none raised.  Looking is a try for the exclusive lock, let go at
-    once (two system calls); a lock held through another open of the file, in this
-    process or another, makes it fail."""
+    that died leaves none raised.  Looking is a try for the exclusive lock on a new
+    open of the file, let go at once (four system calls); a lock held through another
+    open of the file, in this process or another, makes it fail.  No descriptor is
+    kept but while this process's writer waits."""
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         self._hold: int | None = None
-        self._look: int | None = None
         self._waiting = 0
         self._count = threading.Lock()
-        try:
-            self._hold = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-            self._look = os.open(path, os.O_RDWR)
-        except OSError:  # a read-only place: no flag, writers only queue
-            for fd in (self._hold, self._look):
-                if fd is not None:
-                    os.close(fd)
-            self._hold = self._look = None
 
     def set(self, waiting: bool) -> None:
         """Raise (or lower) this process's flag; raised by several threads of the
         process at once, it falls when the last of them lowers it."""
-        if self._hold is None:
-            return
         with self._count:
             before = self._waiting
             self._waiting = max(before + (1 if waiting else -1), 0)
             if before == 0 and self._waiting == 1:
+                try:
+                    self._hold = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+                except OSError:  # a read-only place: no flag, writers only queue
+                    return
                 fcntl.flock(self._hold, fcntl.LOCK_SH)
-            elif before == 1 and self._waiting == 0:
-                fcntl.flock(self._hold, fcntl.LOCK_UN)
+            elif before == 1 and self._waiting == 0 and self._hold is not None:
+                os.close(self._hold)  # the lock goes with it
+                self._hold = None
 
     @property
     def raised(self) -> bool:
-        if self._look is None:
+        try:
+            look = os.open(self.path, os.O_RDONLY)
+        except OSError:  # no file: no writer ever waited here
             return False
         try:
-            fcntl.flock(self._look, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(look, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return True
-        fcntl.flock(self._look, fcntl.LOCK_UN)
+        finally:
+            os.close(look)  # and the lock, if it was had, with it
         return False
 
 
