@@ -11,6 +11,7 @@ from pbmserv.commands.base import Command, Context, Invocation, Result, command,
 from pbmserv.config import Settings
 from pbmserv.db.models import MailPrefs, PasswordReset, User
 from pbmserv.db.status import DigestMode
+from pbmserv.mail.addresses import address_key
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.render import render
 from pbmserv.service import clock, confirmations, mail_prefs, resets
@@ -56,8 +57,9 @@ class Signup(Command):
         subject = f"confirm {user.userid} {code}"
         here = user.email == ctx.sender.lower()
         if not here:  # the one mail to that address until it answers
+            ctx.mail_others([user.email])
             queue_mail(ctx.session, settings, to=user.email, subject=subject,
-                       inbound_id=ctx.inbound_id, secret=True,
+                       inbound_id=ctx.inbound_id, secret=True, cause=address_key(ctx.sender),
                        body=render("confirm_mail.txt.j2", userid=user.userid, code=code,
                                    sender=ctx.sender.lower(), lapses=lapses))
         else:  # the reply itself is the confirmation
@@ -110,7 +112,9 @@ class Change(Command):
             old = set_address(ctx.session, user, new)
             if old != user.email and not old.endswith("@" + IMPORTED_DOMAIN):
                 # the old address is told: were this not its owner's doing, they know
-                queue_mail(ctx.session, ctx.settings, to=old,
+                ctx.mail_others([old])
+                queue_mail(ctx.session, ctx.settings, to=old, inbound_id=ctx.inbound_id,
+                           cause=address_key(ctx.sender),
                            subject=f"pbmserv: {user.userid}'s address changed",
                            body=render("address_changed.txt.j2", settings=ctx.settings,
                                        userid=user.userid, new=user.email,
@@ -209,19 +213,23 @@ class MailPreferences(Command):
 
 
 def mail_reset_code(session: Session, settings: Settings, user: User, now: datetime, *,
-                    requester: str | None = None) -> tuple[bool, PasswordReset]:
+                    asked: Context | None = None) -> tuple[bool, PasswordReset]:
     """Make a reset code for ``user`` and queue the mail that carries it, to the
-    account's own address and nowhere else (``requester``: who asked; None: the
-    administrator).  Returns whether a code went out (no: one went out lately) and
-    the code's row."""
+    account's own address and nowhere else, linked to the mail that ``asked`` for it
+    (None: the administrator did).  Returns whether a code went out (no: one went out
+    lately) and the code's row."""
     code, row = resets.issue(session, user, now)
     if code is not None:
+        if asked is not None:  # refused here, the code is not kept (its savepoint)
+            asked.mail_others([user.email])
+        requester = asked.sender if asked is not None else None
         body = render("reset_code.txt.j2", settings=settings, userid=user.userid, code=code,
                       expires=row.expires_at, requester=requester,
                       by_admin=requester is None)
         queue_mail(session, settings, to=user.email,
                    subject=f"pbmserv: a code to reset {user.userid}'s password", body=body,
-                   secret=True)
+                   secret=True, inbound_id=asked.inbound_id if asked is not None else None,
+                   cause=address_key(requester) if requester is not None else None)
     return code is not None, row
 
 
@@ -247,8 +255,7 @@ class Reset(Command):
             resets.redeem(ctx.session, user, inv.args[1], inv.args[2], ctx.sender, now)
             return Result(render("commands/reset.txt.j2", userid=user.userid, done=True),
                           subject=subject + " changed")
-        sent, row = mail_reset_code(ctx.session, ctx.settings, user, now,
-                                    requester=ctx.sender)
+        sent, row = mail_reset_code(ctx.session, ctx.settings, user, now, asked=ctx)
         return Result(render("commands/reset.txt.j2", userid=user.userid, done=False,
                              sent=sent, hours=int(resets.VALID_FOR.total_seconds() // 3600),
                              requested=row.requested_at,

@@ -23,8 +23,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import User
+from pbmserv.mail.addresses import address_key
 from pbmserv.service.accounts import close_account
 from pbmserv.service.errors import PlayerError
+from pbmserv.service.limits import same_sender
 from pbmserv.service.resets import new_code, normal_code
 from pbmserv.service.throttle import account_key, sender_key
 
@@ -40,7 +42,7 @@ def start(user: User, sender: str) -> str:
     code = new_code()
     user.confirmed_at = None
     user.confirm_code_hash = code_hash(code)
-    user.signup_sender = sender.lower()
+    user.signup_sender = address_key(sender)
     return code
 
 
@@ -57,7 +59,7 @@ def check_signup(session: Session, sender: str, email: str, now: datetime, *,
     """Refuse a signup beyond the sender's daily allowance, or for an address that
     waits for a confirmation already."""
     opened = session.scalar(select(func.count()).select_from(User).where(
-        User.signup_sender == sender.lower(), User.created_at > now - DAY)) or 0
+        same_sender(User.signup_sender, sender), User.created_at > now - DAY)) or 0
     if opened >= per_day:
         raise PlayerError(f"{per_day} accounts have been opened from your address in the last "
                           "24 hours, the most a day; try again tomorrow")

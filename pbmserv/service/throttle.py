@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from pbmserv.db.models import AuthThrottle
 from pbmserv.db.prepared import Prepared
+from pbmserv.mail.addresses import address_key
 
 FAILURES_BEFORE_LOCK = 5
 QUIET = timedelta(minutes=15)
@@ -33,7 +34,9 @@ def account_key(userid: str) -> str:
 
 
 def sender_key(address: str) -> str:
-    return f"sender:{address.lower()[:300]}"
+    """The key of a sender address: its one form, lower case and no +tag (so that
+    ``rv+1@`` and ``rv+2@`` share one count)."""
+    return f"sender:{address_key(address)[:300]}"
 
 
 def throttled(session: Session, account: str, sender: str) -> dict[str, datetime | None]:
