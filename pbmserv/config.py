@@ -155,8 +155,8 @@ class Settings:
     replies_per_sender_hour: int = 30
     #: mails to others than the sender (a challenge's players, a reset code, a
     #: confirmation) that one incoming mail, and one sender's mails in an hour, may make
-    mails_to_others_per_mail: int = 5
-    mails_to_others_per_hour: int = 20
+    mails_to_others_per_mail: int = 3
+    mails_to_others_per_hour: int = 10
     #: answers a day to one address whose mail carried nothing out (every command
     #: refused), or which has no account; the rest get none
     refusals_per_address_day: int = 10

@@ -11,7 +11,6 @@ from pbmserv.commands.base import Command, Context, Invocation, Result, command,
 from pbmserv.config import Settings
 from pbmserv.db.models import MailPrefs, PasswordReset, User
 from pbmserv.db.status import DigestMode
-from pbmserv.mail.addresses import address_key
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.render import render
 from pbmserv.service import clock, confirmations, mail_prefs, resets
@@ -57,9 +56,9 @@ class Signup(Command):
         subject = f"confirm {user.userid} {code}"
         here = user.email == ctx.sender.lower()
         if not here:  # the one mail to that address until it answers
-            ctx.mail_others([user.email])
+            cause = ctx.mail_others([user.email])
             queue_mail(ctx.session, settings, to=user.email, subject=subject,
-                       inbound_id=ctx.inbound_id, secret=True, cause=address_key(ctx.sender),
+                       inbound_id=ctx.inbound_id, secret=True, cause=cause,
                        body=render("confirm_mail.txt.j2", userid=user.userid, code=code,
                                    sender=ctx.sender.lower(), lapses=lapses))
         else:  # the reply itself is the confirmation
@@ -112,9 +111,10 @@ class Change(Command):
             old = set_address(ctx.session, user, new)
             if old != user.email and not old.endswith("@" + IMPORTED_DOMAIN):
                 # the old address is told: were this not its owner's doing, they know
-                ctx.mail_others([old])
+                # (the account's own address, which the password proved: not counted)
+                cause = ctx.mail_others([old])
                 queue_mail(ctx.session, ctx.settings, to=old, inbound_id=ctx.inbound_id,
-                           cause=address_key(ctx.sender),
+                           cause=cause,
                            subject=f"pbmserv: {user.userid}'s address changed",
                            body=render("address_changed.txt.j2", settings=ctx.settings,
                                        userid=user.userid, new=user.email,
@@ -220,8 +220,8 @@ def mail_reset_code(session: Session, settings: Settings, user: User, now: datet
     lately) and the code's row."""
     code, row = resets.issue(session, user, now)
     if code is not None:
-        if asked is not None:  # refused here, the code is not kept (its savepoint)
-            asked.mail_others([user.email])
+        # refused here, the code is not kept (the command's savepoint)
+        cause = asked.mail_others([user.email]) if asked is not None else None
         requester = asked.sender if asked is not None else None
         body = render("reset_code.txt.j2", settings=settings, userid=user.userid, code=code,
                       expires=row.expires_at, requester=requester,
@@ -229,7 +229,7 @@ def mail_reset_code(session: Session, settings: Settings, user: User, now: datet
         queue_mail(session, settings, to=user.email,
                    subject=f"pbmserv: a code to reset {user.userid}'s password", body=body,
                    secret=True, inbound_id=asked.inbound_id if asked is not None else None,
-                   cause=address_key(requester) if requester is not None else None)
+                   cause=cause)
     return code is not None, row
 
 

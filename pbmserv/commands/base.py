@@ -65,11 +65,16 @@ class Context:
     #: reply address: the reply may go to such an account's address
     proved: set[str] = field(default_factory=set)
 
-    def mail_others(self, addresses: Iterable[str]) -> None:
-        """Count the unasked mails a command is about to make to ``addresses``; a
-        PlayerError (before it acts) when that is more than the mail may make."""
-        if self.others is not None:
-            self.others.take(self.session, addresses, self.service.now)
+    def mail_others(self, addresses: Iterable[str]) -> str | None:
+        """Count the unasked mails a command is about to make to ``addresses`` (but to
+        the sender, or to an account the mail proved it speaks for); a PlayerError
+        (before it acts) when that is more than the mail may make.  Returns the
+        sender's key for the outbox (its ``cause``) if any of them counts."""
+        if self.others is None:
+            return None
+        counted = [a for a in addresses if address_key(a) not in self.proved]
+        self.others.take(self.session, counted, self.service.now)
+        return self.others.sender if self.others.others(counted) else None
 
     def logged_in(self, user: User) -> None:
         """``user``'s password (or reply address) was right: the command's words were

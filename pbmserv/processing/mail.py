@@ -345,11 +345,10 @@ def handle(session: Session, settings: Settings, inbound_id: int,
                         skip_addresses=(answer_to,), scrub=scrub,
                         cause=address_key(mail.reply_to))
     refused = not any(s.ok for s in sections)
-    kind = AnswerKind.WELCOME if welcome else kind_of(
-        refused, not refused and address_key(mail.reply_to) not in ctx.proved
-        and is_stranger(ctx))
+    kind = AnswerKind.WELCOME if welcome else None if ctx.secret_reply else kind_of(
+        refused, not refused and not ctx.proved and _stranger_now(ctx))
     last = None
-    if kind is not None and not ctx.secret_reply:
+    if kind is not None:
         done = answered(session, answer_to, now - DAY)
         mail.silent_reason = over_limit(settings, done)
         last = _last_answer(settings, done)
@@ -377,6 +376,14 @@ def handle(session: Session, settings: Settings, inbound_id: int,
              ", ".join(" ".join(w for w in s.command.split()[:2] if w != MASK)
                        + ("" if s.ok else " (refused)") for s in sections), queued)
     return InboundStatus.DONE
+
+
+def _stranger_now(ctx: Context) -> bool:
+    """Whether the sender has no account once the mail's commands ran (a 'confirm'
+    makes one)."""
+    ctx.session.flush()
+    ctx.stranger = None
+    return is_stranger(ctx)
 
 
 def _last_answer(settings: Settings, done: Answered) -> datetime | None:
