@@ -168,6 +168,16 @@ class Settings:
     #: seconds a connection may stay silent, and the longest it may last
     connection_idle_seconds: int = 60
     connection_max_seconds: int = 600
+    #: mails to others than the sender (a challenge's players, a reset code, a
+    #: confirmation) that one incoming mail, and one sender's mails in an hour, may make
+    mails_to_others_per_mail: int = 3
+    mails_to_others_per_hour: int = 10
+    #: answers a day to one address whose mail carried nothing out (every command
+    #: refused), or which has no account; the rest get none
+    refusals_per_address_day: int = 10
+    #: the authserv-ids (lower case) of our own mail server's Authentication-Results
+    #: headers: a stranger's mail that fails SPF, DKIM or DMARC there is not answered
+    trusted_authserv_ids: tuple[str, ...] = ()
     #: the settings file these settings were read from, if any
     source: Path | None = None
     #: where each key's value came from, when not the default: (key, FILE or ENVIRONMENT
@@ -510,6 +520,17 @@ def _hour(raw: Any) -> int | None:
     return value
 
 
+def _authserv_ids(raw: Any) -> tuple[str, ...]:
+    """authserv-ids: host names, comma-separated or a list ("" for none)."""
+    items = raw if isinstance(raw, list) else _text(raw).split(",")
+    out = tuple(_text(a).lower().rstrip(".") for a in items if _text(a))
+    for name in out:
+        if any(c.isspace() or c in ";()" for c in name):
+            raise ValueError(f"{name!r} is not an authserv-id (a host name like "
+                             "mx.example.org)")
+    return out
+
+
 def _at_least_one(raw: Any) -> int:
     value = _number(raw)
     if value < 1:
@@ -629,6 +650,19 @@ KEYS: dict[str, tuple[str, str]] = {
                                 "seconds a connection may stay silent before it is closed"),
     "connection_max_seconds": ("connection_max_seconds",
                                "the longest a connection may last, in seconds"),
+    "mails_to_others_per_mail": ("mails_to_others_per_mail",
+                                 "mails to others than its sender (players challenged, reset "
+                                 "codes, confirmations) one incoming mail may make"),
+    "mails_to_others_per_hour": ("mails_to_others_per_hour",
+                                 "mails to others than the sender that one sender's mails may "
+                                 "make in an hour"),
+    "refusals_per_address_day": ("refusals_per_address_day",
+                                 "answers a day to one address whose mails carried nothing out, "
+                                 "or which has no account; later such mails get none"),
+    "trusted_authserv_id": ("trusted_authserv_ids",
+                            "the authserv-id(s) of your own mail server's "
+                            "Authentication-Results (OpenDMARC's AuthservID); empty: none "
+                            "is read"),
 }
 PARSERS: dict[str, Any] = {
     "database_url": _database_url, "address": _addresses, "name": _name, "relay": _relay,
@@ -651,7 +685,9 @@ PARSERS: dict[str, Any] = {
     **{key: _limit for key in (
         "confirm_hours", "signups_per_sender_day", "challenges_per_sender_day",
         "challenges_per_player_day", "seeks_per_player", "tournaments_per_creator",
-        "subscribers_per_board", "mails_per_address_hour", "replies_per_sender_hour")},
+        "subscribers_per_board", "mails_per_address_hour", "replies_per_sender_hour",
+        "mails_to_others_per_mail", "mails_to_others_per_hour", "refusals_per_address_day")},
+    "trusted_authserv_id": _authserv_ids,
 }
 #: settings shown as *** by ``config show``
 SECRET_KEYS = ("secret", "relay_password", "imap_password")

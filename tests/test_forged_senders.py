@@ -12,10 +12,12 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import select
 
+from pbmserv.commands.base import is_command
 from pbmserv.config import Settings
 from pbmserv.db.models import InboundMessage
 from pbmserv.db.session import Database
 from pbmserv.mail.mailboxes import first_mailbox
+from pbmserv.mail.parse import parse_message
 from pbmserv.server import Server
 from tests.conftest import Mailer, free_port, read_maildir
 
@@ -73,19 +75,23 @@ def test_a_forged_from_is_answered_at_the_forgers_address(
         assert s.scalar(select(InboundMessage.sender)) == answered
 
 
-@pytest.mark.parametrize(("reply_to", "answered"), [
+@pytest.mark.parametrize(("reply_to", "named"), [
     ("=?utf-8?q?=3Cvictim@example.net=3E?= <other@evil.example>", "other@evil.example"),
     ('"victim@example.net" <other@evil.example>', "other@evil.example"),
     ("list: =?utf-8?q?victim?= <other@evil.example>, victim@example.net;",
      "other@evil.example"),
-    # a Reply-To that names no address leaves the From
-    ("=?utf-8?q?=3Cvictim@example.net=3E?=", "mallory@evil.example"),
-    ("<=?utf-8?q?victim?=@example.net>", "mallory@evil.example"),
+    # a Reply-To that names no address names nobody
+    ("=?utf-8?q?=3Cvictim@example.net=3E?=", ""),
+    ("<=?utf-8?q?victim?=@example.net>", ""),
 ])
-def test_reply_to_is_read_the_same_way(mailer: Mailer, reply_to: str, answered: str) -> None:
+def test_reply_to_is_read_the_same_way(mailer: Mailer, reply_to: str, named: str) -> None:
+    """The Reply-To's address is read by the same rules; a third party it names is
+    never answered (the mail proves no account of that address): the From is."""
     raw = raw_mail("Mallory <mallory@evil.example>", reply_to=reply_to)
+    assert parse_message(raw, ("pbmserv@localhost",), "mallory@evil.example",
+                         is_command).named_reply_to == named
     [reply] = mailer.send_raw(raw, envelope_from="mallory@evil.example")
-    assert reply.to_addr == answered
+    assert reply.to_addr == "mallory@evil.example"
 
 
 @pytest.mark.parametrize(("value", "address"), [

@@ -73,9 +73,19 @@ def test_format_flowed_is_joined() -> None:
     assert parse(raw).commands == ["honeydonuts move 101 a pw a1-a2"]
 
 
-def test_reply_to_wins_over_from() -> None:
+def test_a_reply_to_of_another_mailbox_is_only_named() -> None:
+    """Answers go to the sender: a Reply-To naming another mailbox is kept aside (the
+    processor answers it only for a mail that proves it is that account's)."""
     mail = parse(make_mail("help", **{"Reply-To": "Other <other@example.org>"}))
-    assert mail.reply_to == "other@example.org"
+    assert (mail.reply_to, mail.named_reply_to) == ("alice@example.org", "other@example.org")
+
+
+@pytest.mark.parametrize("reply_to", ["Alice <alice+games@example.org>",
+                                      "ALICE@Example.ORG"])
+def test_a_reply_to_of_the_same_mailbox_wins_over_from(reply_to: str) -> None:
+    mail = parse(make_mail("help", **{"Reply-To": reply_to}))
+    assert mail.reply_to == reply_to.split("<")[-1].rstrip(">").lower()
+    assert mail.named_reply_to == ""
 
 
 @pytest.mark.parametrize(("headers", "envelope", "reason"), [

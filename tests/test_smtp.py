@@ -170,9 +170,9 @@ def test_bounces_and_garbage_are_stored_not_answered(smtp: smtplib.SMTP, setting
     smtp.sendmail("a@example.org", ["pbmserv@localhost"], make_mail("help"))
     wait_for_mail(settings, 2)
     time.sleep(0.5)
-    # the garbage came from a real sender: it is told no command was found
+    # the garbage came from a real sender with no account: it is told how to begin
     assert sorted(m["Subject"] for m in read_maildir(settings.maildir)) == [
-        "pbmserv help", "pbmserv: no command found"]
+        "pbmserv help", "pbmserv: how to begin"]
     with db.transaction() as s:
         statuses = sorted(s.scalars(select(InboundMessage.status)))
     assert statuses == ["done", "done", "ignored", "ignored"]

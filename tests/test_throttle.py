@@ -187,3 +187,11 @@ def test_lock_expires_on_its_own(mailer: Mailer, db: Database) -> None:
     row = lock(db, "user:alice")
     assert row is not None and row.locked_until is not None
     assert row.locked_until <= utcnow() + timedelta(minutes=1)
+
+
+def test_a_code_key_is_the_senders_mailbox_whatever_its_tag_and_case() -> None:
+    """Wrong codes from rv+1@ and RV+2@ count as one sender's, as wrong passwords do."""
+    from pbmserv.service.throttle import code_key
+
+    assert code_key("code", "Alice", "Rv+1@Example.org") == "code:alice|rv@example.org"
+    assert code_key("confirm", "alice", "rv+2@example.org") == "confirm:alice|rv@example.org"

@@ -56,8 +56,9 @@ class Signup(Command):
         subject = f"confirm {user.userid} {code}"
         here = user.email == ctx.sender.lower()
         if not here:  # the one mail to that address until it answers
+            cause = ctx.mail_others([user.email])
             queue_mail(ctx.session, settings, to=user.email, subject=subject,
-                       inbound_id=ctx.inbound_id, secret=True,
+                       inbound_id=ctx.inbound_id, secret=True, cause=cause,
                        body=render("confirm_mail.txt.j2", userid=user.userid, code=code,
                                    sender=ctx.sender.lower(), lapses=lapses))
         else:  # the reply itself is the confirmation
@@ -140,9 +141,10 @@ class Change(Command):
         here = new == sender
         if here:  # the reply itself is the confirmation
             ctx.secret_reply = True
-        else:
+        else:  # an address the account has not proved yet: counted as another's
+            cause = ctx.mail_others([new])
             queue_mail(ctx.session, settings, to=new, subject=subject,
-                       inbound_id=ctx.inbound_id, secret=True,
+                       inbound_id=ctx.inbound_id, secret=True, cause=cause,
                        body=render("new_address_mail.txt.j2", settings=settings,
                                    userid=user.userid, code=code, sender=sender,
                                    lapses=lapses))
@@ -247,19 +249,23 @@ class MailPreferences(Command):
 
 
 def mail_reset_code(session: Session, settings: Settings, user: User, now: datetime, *,
-                    requester: str | None = None) -> tuple[bool, PasswordReset]:
+                    asked: Context | None = None) -> tuple[bool, PasswordReset]:
     """Make a reset code for ``user`` and queue the mail that carries it, to the
-    account's own address and nowhere else (``requester``: who asked; None: the
-    administrator).  Returns whether a code went out (no: one went out lately) and
-    the code's row."""
+    account's own address and nowhere else, linked to the mail that ``asked`` for it
+    (None: the administrator did).  Returns whether a code went out (no: one went out
+    lately) and the code's row."""
     code, row = resets.issue(session, user, now)
     if code is not None:
+        # refused here, the code is not kept (the command's savepoint)
+        cause = asked.mail_others([user.email]) if asked is not None else None
+        requester = asked.sender if asked is not None else None
         body = render("reset_code.txt.j2", settings=settings, userid=user.userid, code=code,
                       expires=row.expires_at, requester=requester,
                       by_admin=requester is None)
         queue_mail(session, settings, to=user.email,
                    subject=f"pbmserv: a code to reset {user.userid}'s password", body=body,
-                   secret=True)
+                   secret=True, inbound_id=asked.inbound_id if asked is not None else None,
+                   cause=cause)
     return code is not None, row
 
 
@@ -285,8 +291,7 @@ class Reset(Command):
             resets.redeem(ctx.session, user, inv.args[1], inv.args[2], ctx.sender, now)
             return Result(render("commands/reset.txt.j2", userid=user.userid, done=True),
                           subject=subject + " changed")
-        sent, row = mail_reset_code(ctx.session, ctx.settings, user, now,
-                                    requester=ctx.sender)
+        sent, row = mail_reset_code(ctx.session, ctx.settings, user, now, asked=ctx)
         return Result(render("commands/reset.txt.j2", userid=user.userid, done=False,
                              sent=sent, hours=int(resets.VALID_FOR.total_seconds() // 3600),
                              requested=row.requested_at,

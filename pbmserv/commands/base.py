@@ -17,11 +17,13 @@ from pbmserv.commands.args import attach_numbers, is_board_ref
 from pbmserv.config import Settings
 from pbmserv.db.models import Board, User
 from pbmserv.games import ENGINES, AnyEngine, get_engine
+from pbmserv.mail.addresses import address_key
 from pbmserv.mail.quotes import mask_addresses
 from pbmserv.service.accounts import authenticate
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.events import Event
 from pbmserv.service.games import GameService
+from pbmserv.service.limits import MailsToOthers
 from pbmserv.spelling import closest
 
 MASK = "*****"
@@ -57,6 +59,28 @@ class Context:
     stranger: bool | None = None
     #: the reply carries a live one-time code: its outbox copy is blanked once sent
     secret_reply: bool = False
+    #: the mails to others than the sender this mail may make (None: no limit)
+    others: MailsToOthers | None = None
+    #: the accounts (their address_key) this mail proved to be, by a password or a
+    #: reply address: the reply may go to such an account's address
+    proved: set[str] = field(default_factory=set)
+
+    def mail_others(self, addresses: Iterable[str]) -> str | None:
+        """Count the unasked mails a command is about to make to ``addresses`` (but to
+        the sender, or to an account the mail proved it speaks for); a PlayerError
+        (before it acts) when that is more than the mail may make.  Returns the
+        sender's key for the outbox (its ``cause``) if any of them counts."""
+        if self.others is None:
+            return None
+        counted = [a for a in addresses if address_key(a) not in self.proved]
+        self.others.take(self.session, counted, self.service.now)
+        return self.others.sender if self.others.others(counted) else None
+
+    def logged_in(self, user: User) -> None:
+        """``user``'s password (or reply address) was right: the command's words were
+        in order, and the mail is that account's."""
+        self.logins += 1
+        self.proved.add(address_key(user.email))
 
     @property
     def comment(self) -> str:
@@ -84,7 +108,7 @@ def login(ctx: Context, userid: str, password: str, loaded: Iterable[User] = ())
     ``loaded``: accounts the command has loaded already)."""
     ctx.passwords.add(password)
     user = authenticate(ctx.session, userid, password, ctx.sender, loaded=loaded)
-    ctx.logins += 1
+    ctx.logged_in(user)
     return user
 
 

@@ -100,6 +100,8 @@ class Challenge(Command):
                                 per_player=ctx.settings.challenges_per_player_day)
         board = ctx.service.challenge(engine, users, words.options, nag_days=words.nag_days,
                                       forfeit_days=words.forfeit_days, sender=ctx.sender)
+        # its players are mailed the new board, unasked (refused: no board is kept)
+        ctx.mail_others(u.email for u in users if u.bot is None)
         return board_result(ctx, engine, board, None, "commands/challenge.txt.j2", new=True)
 
 
@@ -204,7 +206,7 @@ def reply_move(ctx: Context, tag: str, text: str) -> Result:
                           "the newest board mail instead", board=board)
     if at is not None:
         service.check_ply(board, at)
-    ctx.logins += 1  # the address stood for the password
+    ctx.logged_in(user)  # the address stood for the password
     if move.lower() in MOVE_WORDS:
         return act(ctx, engine, board, user, move.lower())
     notation = service.play(board, user, move, comment=ctx.comment, expected_ply=token.ply)
@@ -239,7 +241,7 @@ def answer_by_reply(ctx: Context, engine: AnyEngine, board: Board, user: User,
                           "the newest board mail, or with the whole command", board=board)
     if at is not None:
         service.check_ply(board, at)
-    ctx.logins += 1  # the address stood for the password
+    ctx.logged_in(user)  # the address stood for the password
     word = move.lower()
     if word in ANSWER_WORDS:
         return act(ctx, engine, board, user, ANSWER_WORDS[word])

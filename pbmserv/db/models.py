@@ -10,6 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from pbmserv.db.base import Base, utcnow
 from pbmserv.db.status import (
     AlertKind,
+    AnswerKind,
     BoardStatus,
     BounceKind,
     DigestMode,
@@ -311,14 +312,19 @@ class OutboxMessage(Base):
     __table_args__ = (Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),
                       # the hourly count of mails to an address reads this alone
                       # (pbmserv.notifications.outbox)
-                      Index("ix_outbox_recent", "to_addr", "created_at", "status",
-                            "in_reply_to"))
+                      Index("ix_outbox_recent", "to_key", "created_at", "status",
+                            "in_reply_to"),
+                      # the hourly count of mails a sender's mails made to others
+                      Index("ix_outbox_cause", "cause_key", "created_at"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbound_messages.id"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     message_id: Mapped[str] = mapped_column(String(255), unique=True)
     to_addr: Mapped[str] = mapped_column(String(320))
+    #: ``to_addr`` as the limits per address count it: lower case, no +tag
+    #: (pbmserv.mail.addresses.address_key)
+    to_key: Mapped[str] = mapped_column(String(320), default="")
     subject: Mapped[str] = mapped_column(String(255))
     body: Mapped[str] = mapped_column(Text)
     in_reply_to: Mapped[str | None] = mapped_column(String(1000), default=None)
@@ -340,6 +346,13 @@ class OutboxMessage(Base):
     #: List-Id, and the tag of the address that unsubscribes its reader
     list_id: Mapped[str | None] = mapped_column(String(255), default=None)
     unsubscribe: Mapped[str | None] = mapped_column(String(200), default=None)
+    #: a mail to someone who did not ask for it (a challenge's board, a reset code, a
+    #: confirmation): the key of the sender whose mail made it, counted by
+    #: ``mails_to_others_per_hour`` (None for every other mail)
+    cause_key: Mapped[str | None] = mapped_column(String(320), default=None)
+    #: a reply counted by ``refusals_per_address_day`` (None: not counted)
+    answer_kind: Mapped[AnswerKind | None] = mapped_column(StrEnumType(AnswerKind),
+                                                           default=None)
 
 
 class AuthThrottle(Base):

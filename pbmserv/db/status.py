@@ -71,6 +71,19 @@ class BounceKind(StrEnum):
     DELAY = "delay"
 
 
+class AnswerKind(StrEnum):
+    """A reply counted by the daily limit of answers to one address
+    (``refusals_per_address_day``, pbmserv.processing.mail)."""
+
+    #: every command of the mail was refused (or it held none)
+    REFUSAL = "refusal"
+    #: to an address with no account
+    STRANGER = "stranger"
+    #: to an address with no account whose mail held no command the server knows:
+    #: what the server is and how to begin, once a day
+    WELCOME = "welcome"
+
+
 class AlertKind(StrEnum):
     """What the administrator is told of (pbmserv.service.incidents)."""
 

@@ -45,7 +45,14 @@ def is_ours(address: str, ours: Iterable[str]) -> bool:
 def base_address(address: str) -> str:
     """``pbmserv+TAG@host`` -> ``pbmserv@host``."""
     local, at, domain = address.rpartition("@")
-    return f"{local.partition('+')[0]}{at}{domain}"
+    return f"{local.partition('+')[0] or local}{at}{domain}"
+
+
+def address_key(address: str) -> str:
+    """The one form of an address that every limit per address counts under: lower
+    case, without a ``+tag`` (``Bob+Games@Example.org`` -> ``bob@example.org``), so
+    that the sub-addresses and spellings of one mailbox share one count."""
+    return base_address(address.strip().lower())
 
 
 def tag_mark(tag: str) -> str:

@@ -19,6 +19,7 @@ from itertools import islice
 from pbmserv.mail.addresses import (
     BOUNCE_PREFIX,
     UNSUBSCRIBE_PREFIX,
+    address_key,
     marked_tag,
     tag_of,
     without_tag_marks,
@@ -88,6 +89,8 @@ class Refusal:
 class ParsedMail:
     message_id: str | None
     from_addr: str
+    #: where answers go: the From's address (or the envelope sender's), or the
+    #: Reply-To's when it is the same mailbox (another spelling or +tag of it)
     reply_to: str
     subject: str
     #: command lines in order
@@ -108,6 +111,15 @@ class ParsedMail:
     reply_move: str | None = None
     #: a bounce (to the VERP address, or by its sender and form): what it says
     bounce: BounceReport | None = None
+    #: the Reply-To's address when it is another mailbox than the From's: answers go
+    #: there only if the mail proves it is its account's (pbmserv.processing.mail)
+    named_reply_to: str = ""
+    #: signs that a program wrote the mail, beyond the marks RFC 3834 asks for (a
+    #: noreply sender, an out-of-office Subject...): "" when there are none
+    robot: str = ""
+    #: what our own mail server said against the mail: marked as spam, or failing
+    #: SPF/DKIM/DMARC in the Authentication-Results of a trusted authserv-id
+    suspect: str = ""
 
     @property
     def unsubscribe_tag(self) -> str | None:
@@ -125,8 +137,11 @@ def parse_message(
     own_addresses: tuple[str, ...] = (),
     envelope_from: str = "",
     is_command: Callable[[str], bool] = _any_text,
+    trusted_authserv: tuple[str, ...] = (),
 ) -> ParsedMail:
-    """Parse raw bytes.  ``is_command(line)`` tells a command line from prose."""
+    """Parse raw bytes.  ``is_command(line)`` tells a command line from prose;
+    ``trusted_authserv``: the authserv-ids (lower case) whose Authentication-Results
+    are our own mail server's."""
     if raw.startswith(_BOM):  # a byte-order mark some Windows tools write first
         raw = raw[len(_BOM):]
     # every mail is bounded alike before anything reads it, a bounce as much as a
@@ -134,7 +149,8 @@ def parse_message(
     msg, refusal = parse_bounded(raw)
     # addresses come from the raw headers: an encoded word never supplies one
     from_addr = first_mailbox(raw_header(msg, "From")) or address_of(envelope_from)
-    reply_to = first_mailbox(raw_header(msg, "Reply-To")) or from_addr
+    named = first_mailbox(raw_header(msg, "Reply-To"))
+    reply_to = named if named and address_key(named) == address_key(from_addr) else from_addr
     message_id = header(msg, "Message-ID")[:900] or None
     refs = " ".join(x for x in (header(msg, "References"), message_id or "") if x).strip()
     parsed = ParsedMail(
@@ -143,8 +159,10 @@ def parse_message(
         reply_to=reply_to,
         subject=_clean_subject(header(msg, "Subject")),
         references=refs[-900:],
+        named_reply_to=named if named and named != reply_to else "",
     )
-    parsed.silent_reason = _silent_reason(msg, envelope_from, from_addr, reply_to, own_addresses)
+    parsed.silent_reason = _silent_reason(msg, envelope_from, from_addr, reply_to,
+                                          own_addresses, named)
     parsed.reply_tag = _reply_tag(msg, own_addresses)
     tag = parsed.reply_tag or ""
     if parsed.silent_reason == "bounce" or tag.startswith(BOUNCE_PREFIX) \
@@ -160,6 +178,8 @@ def parse_message(
         return parsed
     if parsed.silent_reason or tag.startswith(UNSUBSCRIBE_PREFIX):
         return parsed
+    parsed.robot = robot_signs(msg, envelope_from)
+    parsed.suspect = suspect_marks(msg, trusted_authserv)
     parts: list[Message] = []
     if not refusal:
         try:
@@ -330,7 +350,7 @@ _REPORTS = ("multipart/report", "message/delivery-status", "message/disposition-
 
 
 def _silent_reason(msg: Message, envelope_from: str, from_addr: str, reply_to: str,
-                   own: tuple[str, ...]) -> str:
+                   own: tuple[str, ...], named: str = "") -> str:
     """Why the mail must get no reply (RFC 3834: a robot answers no robot, no list, no
     report), whoever its envelope sender is; "" when it may get one."""
     env = envelope_from.strip().lower()  # "<>": the null sender; "": not known
@@ -352,10 +372,109 @@ def _silent_reason(msg: Message, envelope_from: str, from_addr: str, reply_to: s
     for name in _SILENT_HEADERS:
         if name.lower() in present:
             return f"mail from a list or an autoresponder ({name})"
-    if from_addr in own or reply_to in own or header(msg, LOOP_HEADER):
+    if from_addr in own or reply_to in own or named in own or header(msg, LOOP_HEADER):
         return "our own mail came back"
     if not reply_to:
         return "no sender"
+    return ""
+
+
+#: a sender that is a program, in its address or display name: noreply, no-reply,
+#: do-not-reply, mailer-daemon (any case; "-", "_", "." or a blank between the words)
+_ROBOT_SENDER = re.compile(
+    r"(?<![a-z0-9])(?:no[-_. ]?reply|do[-_. ]?not[-_. ]?reply|mailer[-_. ]?daemon)(?![a-z])",
+    re.I)
+#: headers that only programs write (Exchange's, on the mail its rules and agents make)
+_ROBOT_HEADERS = ("X-Auto-Response-Suppress", "X-MS-Exchange-Generated-Message-Source")
+#: the Subject of an automatic answer: an out-of-office or auto-reply (in the words of
+#: the common mail programs), a report of undelivered mail, a helpdesk's acknowledgement
+_ROBOT_SUBJECT = re.compile(
+    r"\[\s*auto(?:matic|mated)?[-_ ]?(?:generated|reply|response)\s*\]"
+    r"|^\s*(?:(?:re|aw|sv|fw|fwd)\s*:\s*)?(?:automatic reply|auto[-_ ]?reply|"
+    r"auto[-_ ]?response|automated (?:reply|response)|out of (?:the )?office|"
+    r"abwesenheitsnotiz|automatische antwort|r[ée]ponse automatique|"
+    r"respuesta autom[áa]tica|risposta automatica|resposta autom[áa]tica|"
+    r"automatisch antwoord|autosvar|automatisk svar|automaattinen vastaus|"
+    r"odpowied[źz] automatyczna|undeliverable|undelivered mail|"
+    r"delivery status notification|mail delivery failed|returned mail)\b"
+    r"|(?:\[|\(|\b)(?:ticket|case|request|incident|inquiry|enquiry)\s*"
+    r"(?:#|no\.|nr\.|number|id)\s*:?\s*[a-z]{0,5}[-_]?[0-9]{3,}"
+    r"|\b(?:we(?:'ve| have)? received your (?:e-?mail|message|request|inquiry|enquiry)"
+    r"|(?:request|ticket|case|inquiry|enquiry) (?:has been |was )?"
+    r"(?:received|created|opened|logged)|thank(?:s| you) for contacting)\b",
+    re.I)
+#: the envelope sender (or Return-Path, Errors-To) of a bulk mailer's or a list's
+#: mail: bounces@, bounce-<id>@, <id>@bounce.<domain> (VERP addresses), a list's
+#: LIST-request@ and LIST-bounces@
+_BULK_RETURN = re.compile(r"^bounces?(?:@|[-+_.=])|@bounces?[.-]|-(?:request|bounces)(?:@|\+)",
+                          re.I)
+
+
+def robot_signs(msg: Message, envelope_from: str) -> str:
+    """The signs that a program wrote the mail, where it set none of RFC 3834's marks
+    ("" for none): a noreply / no-reply / mailer-daemon sender or display name,
+    Exchange's automatic-mail headers, an automatic Subject, a bulk mailer's envelope."""
+    sender = header(msg, "From")
+    if _ROBOT_SENDER.search(sender) or _ROBOT_SENDER.search(header(msg, "Sender")):
+        return f"a program's sender ({sender[:80]})"
+    try:
+        present = {str(k).lower() for k, _ in islice(msg.raw_items(), MAX_HEADER_FIELDS)}
+    except Exception:
+        present = set()
+    for name in _ROBOT_HEADERS:
+        if name.lower() in present:
+            return f"a program's mail ({name})"
+    subject = header(msg, "Subject")
+    if _ROBOT_SUBJECT.search(subject):
+        return f"an automatic Subject ({subject[:80]})"
+    for value in (envelope_from, header(msg, "Return-Path"), header(msg, "Errors-To"),
+                  header(msg, "Sender"), sender):
+        address = address_of(value)
+        if address and _BULK_RETURN.search(address):
+            return f"a bulk mailer's or a list's address ({address})"
+    return ""
+
+
+#: the headers spam filters mark spam with: SpamAssassin's X-Spam-Flag (YES) and
+#: X-Spam-Status (Yes, score=...), Rspamd's X-Spam (Yes) and X-Spam-Status
+_SPAM_HEADERS = ("X-Spam-Flag", "X-Spam-Status", "X-Spam")
+#: a comment in a header (RFC 5322), nested at most this deep
+_COMMENT = re.compile(r"\([^()]*\)")
+_AUTH_RESULT = re.compile(r";\s*(spf|dkim|dmarc)\s*=\s*([a-z]+)", re.I)
+
+
+def suspect_marks(msg: Message, trusted_authserv: tuple[str, ...]) -> str:
+    """What the mail servers said against the mail ("" for nothing): a spam filter's
+    mark (whoever wrote it: a mark can only cost its own mail an answer), or a failed
+    SPF, DKIM or DMARC check in an Authentication-Results header whose authserv-id is
+    one of ``trusted_authserv`` (our own server's; one from elsewhere may be forged,
+    or be a forwarder's fair failure)."""
+    for name in _SPAM_HEADERS:
+        for value in (msg.get_all(name) or [])[:10]:
+            if str(value)[:20].strip().lower().startswith("yes"):
+                return f"marked as spam ({name}: {str(value)[:3]})"
+    if not trusted_authserv:
+        return ""
+    results: dict[str, set[str]] = {}
+    for value in (msg.get_all("Authentication-Results") or [])[:20]:
+        text = str(value)[:MAX_HEADER_VALUE]
+        for _ in range(3):
+            text = _COMMENT.sub(" ", text)
+        authserv, _, rest = text.partition(";")
+        words = authserv.split()
+        if not words or words[0].lower().rstrip(".") not in trusted_authserv:
+            continue
+        for method, result in _AUTH_RESULT.findall(";" + rest):
+            results.setdefault(method.lower(), set()).add(result.lower())
+    dmarc, spf, dkim = (results.get(m, set()) for m in ("dmarc", "spf", "dkim"))
+    if "pass" in dmarc:
+        return ""
+    if "fail" in dmarc:
+        return "failed DMARC (Authentication-Results: dmarc=fail)"
+    if "fail" in spf:
+        return "failed SPF (Authentication-Results: spf=fail)"
+    if "fail" in dkim and "pass" not in dkim:
+        return "failed DKIM (Authentication-Results: dkim=fail)"
     return ""
 
 

@@ -196,10 +196,14 @@ class Notifier:
 
     def __init__(self, session: Session, settings: Settings, *, inbound_id: int | None = None,
                  skip_addresses: Collection[str] = (),
-                 scrub: Callable[[str], str] = lambda text: text) -> None:
+                 scrub: Callable[[str], str] = lambda text: text,
+                 cause: str | None = None) -> None:
         self.session = session
         self.settings = settings
         self.inbound_id = inbound_id
+        #: the key of the sender whose mail caused the events: a board its challenge
+        #: started is mailed to its players unasked (counted by mails_to_others_per_hour)
+        self.cause = cause
         self.skip = {a.lower() for a in skip_addresses}
         #: applied to every subject and body: the caller's last guard for passwords
         self.scrub = scrub
@@ -220,12 +224,13 @@ class Notifier:
 
     def _send(self, user: User, subject: str, body: str, *,
               reply_to: str | None = None, html: str | None = None,
-              listed: tuple[str, str] | None = None) -> None:
+              listed: tuple[str, str] | None = None, unasked: bool = False) -> None:
         if user.confirmed_at is None:  # nothing but its confirmation goes to that address
             return
         queue_mail(self.session, self.settings, to=user.email, subject=self.scrub(subject),
                    body=self.scrub(body), inbound_id=self.inbound_id, reply_to=reply_to,
-                   html=None if html is None else self.scrub(html), listed=listed)
+                   html=None if html is None else self.scrub(html), listed=listed,
+                   cause=self.cause if unasked else None)
         self.queued += 1
 
     def reply_address(self, board: Board, user: User) -> str | None:
@@ -302,6 +307,9 @@ class Notifier:
         subject = board_subject(engine, board, new=new, commented=bool(comments))
         # a tournament pairs boards its players did not ask for: no reply carries them
         paired = any(isinstance(e, BoardCreated) and e.tournament for e in events)
+        # a challenge's board: its players did not ask for it either
+        challenged = any(isinstance(e, BoardCreated) and e.tournament is None
+                         and e.seek is None for e in events)
         watchers = self._watchers(board, finished, skip=not paired)
         choices = self.choices(watchers)
         drawn: dict[tuple[tuple[str, ...], bool, AnswerAsked | None, str], str] = {}
@@ -336,7 +344,8 @@ class Notifier:
             listed = None if not why else list_fields(
                 self.session, self.settings, SPECTATOR if why == "watch" else NOTIFY, user,
                 engine, board)
-            self._send(user, subject, body, reply_to=reply_to, html=html, listed=listed)
+            self._send(user, subject, body, reply_to=reply_to, html=html, listed=listed,
+                       unasked=challenged)
 
     def _drawn(self, subject: str, body: str, board: Board) -> str | None:
         """A text mail that shows ``board``'s summary as HTML, the board drawn in place

@@ -6,12 +6,14 @@ server answers, so it is on the hot path.
 No address gets more than ``mails_per_address_hour`` mails in an hour, nor more than
 ``replies_per_sender_hour`` replies to its own mails: the mails beyond are held (never
 dropped) and, an hour after the first of them, go out folded into one mail that says
-why (``fold_held``, run by the worker).
+why (``fold_held``, run by the worker).  An address is counted in one form, lower case
+and without its ``+tag`` (``address_key``): ``rv+1@`` and ``RV+2@`` are one mailbox.
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import formataddr
 
@@ -22,26 +24,27 @@ from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
 from pbmserv.db.prepared import Prepared
-from pbmserv.db.status import OutboxStatus
-from pbmserv.mail.addresses import base_address, tag_mark, tag_of
+from pbmserv.db.status import AnswerKind, OutboxStatus
+from pbmserv.mail.addresses import address_key, base_address, tag_mark, tag_of
 from pbmserv.render import render
 
 #: the columns a queued mail is given (every one with a default among them)
-_QUEUED = ("inbound_id", "created_at", "message_id", "to_addr", "subject", "body",
+_QUEUED = ("inbound_id", "created_at", "message_id", "to_addr", "to_key", "subject", "body",
            "in_reply_to", "reply_to", "html_body", "blank_after_send", "list_id",
-           "unsubscribe", "status", "attempts", "next_attempt_at")
+           "unsubscribe", "status", "attempts", "next_attempt_at", "cause_key",
+           "answer_kind")
 _INSERT = Prepared(insert(OutboxMessage).values({name: bindparam(name) for name in _QUEUED})
                    .returning(OutboxMessage.id))
 _COUNTED = (OutboxStatus.PENDING, OutboxStatus.SENT, OutboxStatus.FAILED)
 #: mails and replies to an address in the last hour (held ones not counted), read
 #: from the index ix_outbox_recent alone
 _RECENT = Prepared(select(func.count(), func.count(OutboxMessage.in_reply_to))
-                   .where(OutboxMessage.to_addr == bindparam("to"),
+                   .where(OutboxMessage.to_key == bindparam("to"),
                           OutboxMessage.created_at > bindparam("since"),
                           OutboxMessage.status.in_(_COUNTED)))
 #: when the mails held for an address go out
 _RELEASE = (select(func.min(OutboxMessage.next_attempt_at))
-            .where(OutboxMessage.to_addr == bindparam("to"),
+            .where(OutboxMessage.to_key == bindparam("to"),
                    OutboxMessage.status == OutboxStatus.HELD))
 HOUR = timedelta(hours=1)
 #: the most held mails folded into one mail (more: the rest in the next one)
@@ -57,31 +60,65 @@ def new_message_id(settings: Settings) -> str:
 def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, body: str,
                inbound_id: int | None = None, in_reply_to: str | None = None,
                reply_to: str | None = None, html: str | None = None,
-               secret: bool = False, listed: tuple[str, str] | None = None) -> int:
+               secret: bool = False, listed: tuple[str, str] | None = None,
+               cause: str | None = None, kind: AnswerKind | None = None) -> int:
     """Queue one mail; returns its outbox id.  ``html``: the same mail as HTML, sent
     beside the text as multipart/alternative.  Where the mailbox has no sub-addresses
     (``subaddressing`` off), a ``pbmserv+TAG@host`` Reply-To becomes the plain address
     with ``[TAG]`` in its name, and the Subject carries ``[TAG]`` too: a reply keeps
     one or the other.  ``secret``: the body holds a live secret (a reset code): it is
     blanked once the mail is sent.  ``listed``: (List-Id, unsubscribe tag) of a mail
-    people subscribe to (pbmserv.notifications.lists)."""
+    people subscribe to (pbmserv.notifications.lists).  ``cause``: the key of the
+    sender whose mail makes this one for someone who did not ask for it (counted by
+    ``mails_to_others_per_hour``; nothing when it is the sender's own address);
+    ``kind``: a reply counted by ``refusals_per_address_day``."""
     if reply_to and not settings.subaddressing:
         reply_to, subject = _tag_outside_address(settings, reply_to, subject)
     now = utcnow()
     status, due = OutboxStatus.PENDING, now
     connection = session.connection()
-    total, replies = _RECENT.rows(connection, {"to": to, "since": now - HOUR})[0]
+    key = address_key(to)
+    total, replies = _RECENT.rows(connection, {"to": key, "since": now - HOUR})[0]
     if total >= settings.mails_per_address_hour or (
             in_reply_to is not None and replies >= settings.replies_per_sender_hour):
         status = OutboxStatus.HELD  # folded into one mail when its hour is up
-        due = connection.execute(_RELEASE, {"to": to}).scalar() or now + HOUR
+        due = connection.execute(_RELEASE, {"to": key}).scalar() or now + HOUR
     return int(_INSERT.rows(connection, {
         "inbound_id": inbound_id, "created_at": now, "message_id": new_message_id(settings),
-        "to_addr": to, "subject": subject[:MAX_SUBJECT], "body": body, "in_reply_to": in_reply_to,
-        "reply_to": reply_to, "html_body": html, "blank_after_send": secret,
+        "to_addr": to, "to_key": key, "subject": subject[:MAX_SUBJECT], "body": body,
+        "in_reply_to": in_reply_to, "reply_to": reply_to, "html_body": html,
+        "blank_after_send": secret,
         "list_id": listed[0] if listed else None, "unsubscribe": listed[1] if listed else None,
         "status": status, "attempts": 0, "next_attempt_at": due,
+        "cause_key": cause if cause and cause != key else None, "answer_kind": kind,
     })[0][0])
+
+
+@dataclass(frozen=True)
+class Answered:
+    """The replies to one address since a time that ``refusals_per_address_day``
+    counts (those with an ``answer_kind``)."""
+
+    count: int
+    #: of them, welcomes (to a stranger's mail with no command)
+    welcomes: int
+    #: when the first of them was made (None: there is none)
+    first: datetime | None
+
+
+_ANSWERED = (select(func.count(), func.count(OutboxMessage.id).filter(
+                 OutboxMessage.answer_kind == AnswerKind.WELCOME),
+                    func.min(OutboxMessage.created_at))
+             .where(OutboxMessage.to_key == bindparam("to"),
+                    OutboxMessage.created_at > bindparam("since"),
+                    OutboxMessage.answer_kind.is_not(None)))
+
+
+def answered(session: Session, address: str, since: datetime) -> Answered:
+    """The counted replies to ``address`` (any spelling or +tag of it) since ``since``."""
+    count, welcomes, first = session.execute(
+        _ANSWERED, {"to": address_key(address), "since": since}).one()
+    return Answered(int(count), int(welcomes), first)
 
 
 def _tag_outside_address(settings: Settings, reply_to: str, subject: str) -> tuple[str, str]:
@@ -101,22 +138,24 @@ def fold_held(session: Session, settings: Settings, now: datetime | None = None)
     held = list(session.scalars(
         select(OutboxMessage).where(OutboxMessage.status == OutboxStatus.HELD,
                                     OutboxMessage.next_attempt_at <= now)
-        .order_by(OutboxMessage.to_addr, OutboxMessage.id).limit(1000)))
+        .order_by(OutboxMessage.to_key, OutboxMessage.id).limit(1000)))
     by_address: dict[str, list[OutboxMessage]] = {}
     for mail in held:
-        by_address.setdefault(mail.to_addr, []).append(mail)
-    for address, mails in by_address.items():
+        by_address.setdefault(mail.to_key, []).append(mail)
+    for key, mails in by_address.items():
         folded, later = mails[:FOLD_MOST], mails[FOLD_MOST:]
         body = render("held.txt.j2", mails=folded, settings=settings)
         _INSERT.rows(session.connection(), {
             "inbound_id": None, "created_at": now, "message_id": new_message_id(settings),
-            "to_addr": address,
+            # to the address of the newest of them (a +tag of the mailbox, maybe)
+            "to_addr": folded[-1].to_addr, "to_key": key,
             "subject": f"{settings.server_name}: {len(folded)} mails held for you this hour",
             "body": body, "in_reply_to": None, "reply_to": None, "html_body": None,
             # a live code in one of them: the fold is blanked once sent, like its part
             "blank_after_send": any(m.blank_after_send for m in folded),
             "list_id": None, "unsubscribe": None,
-            "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now})
+            "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now,
+            "cause_key": None, "answer_kind": None})
         for mail in folded:
             mail.status = OutboxStatus.FOLDED
         for mail in later:

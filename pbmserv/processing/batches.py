@@ -129,7 +129,8 @@ def _parsed(settings: Settings, rows: Sequence[Any]) -> list[Stored]:
     for row in rows:
         try:
             out.append(Stored(row.id, row.sender, parse_message(
-                row.raw, settings.addresses, row.envelope_from, is_command), raw=row.raw))
+                row.raw, settings.addresses, row.envelope_from, is_command,
+                settings.trusted_authserv_ids), raw=row.raw))
         except Exception as exc:  # a bug in the parser: keep the mail; nobody known to tell
             out.append(Stored(row.id, row.sender, None, failure_text(exc)))
     return out

@@ -10,6 +10,7 @@ import logging
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -20,12 +21,23 @@ from pbmserv.commands.play import reply_move
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board
-from pbmserv.db.status import InboundStatus
-from pbmserv.games import get_engine
+from pbmserv.db.status import AnswerKind, InboundStatus
+from pbmserv.games import ENGINES, get_engine
+from pbmserv.mail.addresses import address_key
 from pbmserv.mail.parse import ParsedMail
 from pbmserv.notifications import AnswerAsked, Notifier, answer_asked
-from pbmserv.notifications.outbox import queue_mail
+from pbmserv.notifications.outbox import Answered, answered, queue_mail
 from pbmserv.notifications.views import board_summary
+from pbmserv.processing.answers import (
+    DAY,
+    answer_address,
+    holds_command,
+    is_last,
+    kind_of,
+    over_limit,
+    strangers_noise,
+    welcome_refused,
+)
 from pbmserv.processing.at_rest import secret_words
 from pbmserv.processing.bounces import handle_bounce
 from pbmserv.processing.unsubscribe import handle_unsubscribe
@@ -35,6 +47,7 @@ from pbmserv.service.boards import engine_of, player_of
 from pbmserv.service.bounces import resume
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import GameService
+from pbmserv.service.limits import MailsToOthers
 from pbmserv.service.throttle import record_failure
 
 log = logging.getLogger(__name__)
@@ -260,32 +273,53 @@ def handle(session: Session, settings: Settings, inbound_id: int,
            mail: ParsedMail, secrets: set[str] | None = None) -> InboundStatus:
     """Run one parsed mail (inside the caller's transaction); returns its new status.
     ``secrets`` gets the passwords and codes the mail held (to mask in its stored
-    copy).  A bounce or an unsubscribe leaves what became of it in ``mail.silent_reason``
-    (kept with the mail: ``pbmserv inbox list``)."""
+    copy).  A mail left unanswered, a bounce or an unsubscribe leaves why in
+    ``mail.silent_reason`` (kept with the mail: ``pbmserv inbox list``)."""
     if mail.bounce is not None:
         status, mail.silent_reason = handle_bounce(session, settings, inbound_id, mail)
         return status
     if mail.unsubscribe_tag is not None:
         status, mail.silent_reason = handle_unsubscribe(session, settings, inbound_id, mail)
         return status
+    if not mail.silent_reason:
+        mail.silent_reason = strangers_noise(session, mail)
     if mail.silent_reason:
         log.info("message %s ignored: %s", inbound_id, mail.silent_reason)
         return InboundStatus.IGNORED
+    now = utcnow()
+    ctx = Context(session, settings, sender=mail.reply_to, service=GameService(session),
+                  inbound_id=inbound_id,
+                  raw_comment=mail.comment if mail.source != "multiple" else "",
+                  others=MailsToOthers(address_key(mail.reply_to),
+                                       settings.mails_to_others_per_mail,
+                                       settings.mails_to_others_per_hour))
+    welcome = not mail.refusal and not holds_command(mail) and is_stranger(ctx)
+    if welcome:
+        mail.silent_reason = welcome_refused(session, settings, mail, now)
+        if mail.silent_reason:
+            log.info("message %s ignored: %s", inbound_id, mail.silent_reason)
+            return InboundStatus.IGNORED
     # the player writes from an address whose mail bounced: it is alive again
     resumed = resume(session, mail.from_addr)
     if resumed is not None:
         log.info("message %s: %s mails the server again; mail to it resumes", inbound_id,
                  resumed.address)
     if mail.refusal:
+        done = answered(session, mail.reply_to, now - DAY)
+        mail.silent_reason = over_limit(settings, done)
+        if mail.silent_reason:
+            log.info("message %s from %s refused (%s), %s", inbound_id, mail.reply_to,
+                     mail.refusal, mail.silent_reason)
+            return InboundStatus.IGNORED
         queue_mail(session, settings, to=mail.reply_to, subject="pbmserv: your mail was not read",
-                   body=render("refused.txt.j2", refusal=mail.refusal, settings=settings),
-                   inbound_id=inbound_id, in_reply_to=mail.message_id)
+                   body=render("refused.txt.j2", refusal=mail.refusal, settings=settings,
+                               last=_last_answer(settings, done)),
+                   inbound_id=inbound_id, in_reply_to=mail.message_id, kind=AnswerKind.REFUSAL)
         log.info("message %s from %s refused: %s", inbound_id, mail.reply_to, mail.refusal)
         return InboundStatus.DONE
-    ctx = Context(session, settings, sender=mail.reply_to, service=GameService(session),
-                  inbound_id=inbound_id,
-                  raw_comment=mail.comment if mail.source != "multiple" else "")
-    if mail.reply_tag and mail.reply_move:
+    if welcome:
+        sections = [welcome_section(ctx)]
+    elif mail.reply_tag and mail.reply_move:
         sections = [run_reply(ctx, mail.reply_tag, mail.reply_move)]
     else:
         sections = [run_line(ctx, line) for line in mail.commands]
@@ -306,23 +340,62 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     def scrub(text: str) -> str:  # the last guard: no password of this mail goes out
         return mask_words(text, ctx.passwords)
 
+    answer_to = answer_address(mail, ctx.proved)
     notifier = Notifier(session, settings, inbound_id=inbound_id,
-                        skip_addresses=(mail.reply_to,), scrub=scrub)
-    reply_to, example, answer = _reply_address(notifier, sections, mail.reply_to)
+                        skip_addresses=(answer_to,), scrub=scrub,
+                        cause=address_key(mail.reply_to))
+    refused = not any(s.ok for s in sections)
+    kind = AnswerKind.WELCOME if welcome else None if ctx.secret_reply else kind_of(
+        refused, not refused and not ctx.proved and _stranger_now(ctx))
+    last = None
+    if kind is not None:
+        done = answered(session, answer_to, now - DAY)
+        mail.silent_reason = over_limit(settings, done)
+        last = _last_answer(settings, done)
+    if mail.silent_reason:  # carried out (if anything was), not answered
+        queued = notifier.notify(ctx.service.events)
+        log.info("message %s from %s: %s; %d mail(s) queued", inbound_id, mail.reply_to,
+                 mail.silent_reason, queued)
+        return InboundStatus.DONE
+    reply_to, example, answer = _reply_address(notifier, sections, answer_to)
     body = render("reply.txt.j2", sections=sections, settings=settings,
-                  by_reply=reply_to is not None, example=example, answer=answer, resumed=resumed)
+                  by_reply=reply_to is not None, example=example, answer=answer, resumed=resumed,
+                  last=last)
     if len(body.encode()) > settings.max_reply_size:
         body = render("reply.txt.j2", sections=capped(sections, settings.max_reply_size),
                       settings=settings, by_reply=reply_to is not None, example=example,
-                      answer=answer, resumed=resumed)
+                      answer=answer, resumed=resumed, last=last)
     # text only: the reply to one's own command is on the hot path of every move, and
     # an HTML part there cost 15 % of the moves a second (docs/benchmarks.md)
-    queue_mail(session, settings, to=mail.reply_to, subject=scrub(subject), body=scrub(body),
+    queue_mail(session, settings, to=answer_to, subject=scrub(subject), body=scrub(body),
                inbound_id=inbound_id, in_reply_to=mail.message_id, reply_to=reply_to,
-               secret=ctx.secret_reply)
+               secret=ctx.secret_reply, kind=kind)
     queued = 1 + notifier.notify(ctx.service.events)
     # what was asked is logged by verb only: command lines may hold passwords
-    log.info("message %s from %s: %s; %d mail(s) queued", inbound_id, mail.reply_to,
+    log.info("message %s from %s: %s; %d mail(s) queued", inbound_id, answer_to,
              ", ".join(" ".join(w for w in s.command.split()[:2] if w != MASK)
                        + ("" if s.ok else " (refused)") for s in sections), queued)
     return InboundStatus.DONE
+
+
+def _stranger_now(ctx: Context) -> bool:
+    """Whether the sender has no account once the mail's commands ran (a 'confirm'
+    makes one)."""
+    ctx.session.flush()
+    ctx.stranger = None
+    return is_stranger(ctx)
+
+
+def _last_answer(settings: Settings, done: Answered) -> datetime | None:
+    """Until when the address gets no more counted answers, if this one is its last."""
+    if not is_last(settings, done):
+        return None
+    return (done.first or utcnow()) + DAY
+
+
+def welcome_section(ctx: Context) -> Section:
+    """The answer to a stranger's mail that holds no command: what the server is and
+    how to begin, said once a day (short: the From may be forged)."""
+    games = ", ".join(e.title for e in ENGINES.values())
+    return Section("", False, render("welcome.txt.j2", settings=ctx.settings, games=games),
+                   "pbmserv: how to begin")

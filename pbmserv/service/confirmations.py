@@ -31,8 +31,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import User
+from pbmserv.mail.addresses import address_key
 from pbmserv.service.accounts import close_account, set_address
 from pbmserv.service.errors import PlayerError
+from pbmserv.service.limits import same_sender
 from pbmserv.service.resets import new_code, normal_code
 from pbmserv.service.throttle import code_key
 
@@ -48,7 +50,7 @@ def start(user: User, sender: str) -> str:
     code = new_code()
     user.confirmed_at = None
     user.confirm_code_hash = code_hash(code)
-    user.signup_sender = sender.lower()
+    user.signup_sender = address_key(sender)
     return code
 
 
@@ -67,7 +69,7 @@ def check_signup(session: Session, sender: str, email: str, now: datetime, *,
     the accounts others signed up in its name (its own still waits)."""
     sender = sender.lower()
     opened = session.scalar(select(func.count()).select_from(User).where(
-        User.signup_sender == sender, User.created_at > now - DAY)) or 0
+        same_sender(User.signup_sender, sender), User.created_at > now - DAY)) or 0
     if opened >= per_day:
         raise PlayerError(f"{per_day} accounts have been opened from your address in the last "
                           "24 hours, the most a day; try again tomorrow")

@@ -2,22 +2,97 @@
 
 Each is a setting (pbmserv.config, ``pbmserv config show``); the commands check them
 before they act, and a refusal says which limit was met and when it frees up.  The
-limits on mail to one address are the outbox's (pbmserv.notifications.outbox).
+limits on mail to one address are the outbox's (pbmserv.notifications.outbox).  A
+sender is counted by its address in one form, lower case and without a ``+tag``
+(pbmserv.mail.addresses.address_key): ``rv+1@`` and ``RV+2@`` are one sender.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy.orm import QueryableAttribute, Session
 
-from pbmserv.db.models import Board, BoardPlayer, Seek, Subscription, Tournament, User
+from pbmserv.db.models import (
+    Board,
+    BoardPlayer,
+    OutboxMessage,
+    Seek,
+    Subscription,
+    Tournament,
+    User,
+)
 from pbmserv.db.status import SeekStatus, TournamentStatus
+from pbmserv.mail.addresses import address_key
 from pbmserv.service.errors import PlayerError
 
 DAY = timedelta(days=1)
+HOUR = timedelta(hours=1)
+
+
+def same_sender(column: QueryableAttribute[str | None], sender: str) -> ColumnElement[bool]:
+    """``column`` (an address stored in lower case) is ``sender``'s mailbox: its key,
+    or the key with any ``+tag``."""
+    key = address_key(sender)
+    local, _, domain = key.rpartition("@")
+    escaped = local.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return or_(column == key, column.like(f"{escaped}+%@{domain}", escape="\\"))
+
+
+@dataclass
+class MailsToOthers:
+    """The mails one incoming mail makes to others than its sender, unasked (a
+    challenge's board, a reset code, a confirmation): at most ``per_mail`` of them,
+    and at most ``per_hour`` made by the sender's mails in the last hour (counted in
+    the outbox by its ``cause_key``).  A command that would make more is refused before
+    it acts, and its reply says which limit held it."""
+
+    #: the sender's address_key
+    sender: str
+    per_mail: int
+    per_hour: int
+    #: made for this mail so far
+    made: int = 0
+    #: made by the sender's mails in the hour before this mail (None: not counted yet)
+    earlier: int | None = None
+
+    def others(self, addresses: Iterable[str]) -> list[str]:
+        """Those of ``addresses`` that are not the sender's (a mailbox once)."""
+        return sorted({address_key(a) for a in addresses} - {self.sender})
+
+    def take(self, session: Session, addresses: Iterable[str], now: datetime) -> None:
+        """Count a mail to each of ``addresses`` that is not the sender's, or refuse
+        (a PlayerError) if that is more than this mail or this hour may make."""
+        others = self.others(addresses)
+        if not others:
+            return
+        if self.made + len(others) > self.per_mail:
+            raise PlayerError(
+                f"not done: it would mail {_people(len(others))} other than you, and one "
+                f"mail may make at most {self.per_mail} mails to others ({self.made} made "
+                "by this one already); nothing was sent for this line. Send it again in "
+                "a mail of its own")
+        if self.earlier is None:
+            self.earlier = session.scalar(select(func.count()).select_from(OutboxMessage)
+                                          .where(OutboxMessage.cause_key == self.sender,
+                                                 OutboxMessage.created_at > now - HOUR)) or 0
+        if self.earlier + self.made + len(others) > self.per_hour:
+            first = session.scalar(select(func.min(OutboxMessage.created_at)).where(
+                OutboxMessage.cause_key == self.sender, OutboxMessage.created_at > now - HOUR))
+            again = f" after {(first + HOUR):%H:%M} UTC" if first is not None else " later"
+            raise PlayerError(
+                f"not done: it would mail {_people(len(others))} other than you, and the "
+                f"mails from your address may make at most {self.per_hour} mails to others "
+                f"an hour ({self.earlier + self.made} in the last hour); nothing was sent "
+                f"for this line. Try again{again}")
+        self.made += len(others)
+
+
+def _people(count: int) -> str:
+    return "someone" if count == 1 else f"{count} people"
 
 
 def challenger_of(users: Sequence[User], sender: str) -> User | None:
@@ -41,7 +116,7 @@ def check_challenges(session: Session, sender: str, users: Sequence[User], now: 
     bot_boards = (select(BoardPlayer.board_id).join(User, User.id == BoardPlayer.user_id)
                   .where(User.bot.is_not(None)))
     sent = session.scalar(select(func.count()).select_from(Board).where(
-        Board.challenged_by == sender.lower(), Board.created_at > since,
+        same_sender(Board.challenged_by, sender), Board.created_at > since,
         Board.id.not_in(bot_boards))) or 0
     if sent >= per_sender:
         raise PlayerError(f"{per_sender} boards have been started by challenges from your "

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from pbmserv.db.models import AuthThrottle
 from pbmserv.db.prepared import Prepared
+from pbmserv.mail.addresses import address_key
 
 FAILURES_BEFORE_LOCK = 5
 QUIET = timedelta(minutes=15)
@@ -43,13 +44,16 @@ def account_key(userid: str) -> str:
 
 
 def sender_key(address: str) -> str:
-    return f"sender:{address.lower()[:300]}"
+    """The key of a sender address: its one form, lower case and no +tag (so that
+    ``rv+1@`` and ``rv+2@`` share one count)."""
+    return f"sender:{address_key(address)[:300]}"
 
 
 def code_key(kind: str, userid: str, sender: str) -> str:
     """The key of the codes of one ``kind`` (``code``: reset codes; ``confirm``:
-    confirmation codes) tried for an account from one address."""
-    return f"{kind}:{userid.lower()[:150]}|{sender.lower()[:240]}"
+    confirmation codes) tried for an account from one address (in its one form:
+    ``rv+1@`` and ``rv+2@`` share one count)."""
+    return f"{kind}:{userid.lower()[:150]}|{address_key(sender)[:240]}"
 
 
 def throttled(session: Session, account: str, sender: str) -> dict[str, datetime | None]:
