@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pbmserv.bots.alphabeta import AlphaBeta  # noqa: E402
-from pbmserv.bots.mcts import Budget, Search  # noqa: E402
+from pbmserv.bots.mcts import Search  # noqa: E402
 from pbmserv.bots.per_game import knowledge_for  # noqa: E402
+from pbmserv.bots.search import Budget  # noqa: E402
 from pbmserv.games import AnyEngine, get_engine  # noqa: E402
 
 #: (game, options, positions, the plies of random play before the first one)

@@ -15,8 +15,8 @@ from pbmserv.bots.alphabeta import MAX_PLY, WIN, WIN_DECAY, AlphaBeta
 from pbmserv.bots.amoeba import AmoebaKnowledge, chess_turns
 from pbmserv.bots.honeydonuts import HoneyDonutsKnowledge
 from pbmserv.bots.knowledge import Candidate, Knowledge, seat_sign
-from pbmserv.bots.mcts import Budget
 from pbmserv.bots.per_game import knowledge_for
+from pbmserv.bots.search import Budget
 from pbmserv.games import AnyEngine, get_engine
 
 UNLIMITED = Budget(10**9, 10**6)
