@@ -72,11 +72,22 @@ class Knowledge:
     #: all the legal moves as the root's are (``order`` with ``root`` True); 0: the
     #: answers are ``tree_moves``, as deeper down
     reply_width: int = 0
+    #: whether ``probe`` asks the engine for the legal moves first (in a game where
+    #: they cost about what the outcome does, and are wanted next): a game is over
+    #: exactly when its player to move has none
+    probe_with_moves: bool = False
+    #: whether ``order`` ranks the moves by the static value of the position each leads
+    #: to (``order_by_evaluation``) instead of at random
+    order_by_value: bool = False
 
-    # -- the rules, possibly faster ----------------------------------------------------
+    # -- the rules, as the engine gives them -------------------------------------------
     def probe(self, engine: AnyEngine, pos: Any) -> tuple[Outcome | None, list[Any] | None]:
         """Whether the game is over in ``pos``; also the legal moves when they were
         computed on the way (else None: ``moves`` is asked later if needed)."""
+        if self.probe_with_moves:
+            moves = engine.legal_moves(pos)
+            if moves:
+                return None, moves
         return engine.outcome(pos), None
 
     def moves(self, engine: AnyEngine, pos: Any) -> list[Any]:
@@ -113,7 +124,10 @@ class Knowledge:
 
     def order(self, engine: AnyEngine, pos: Any, moves: Sequence[Any], rng: random.Random,
               root: bool) -> list[Candidate]:
-        """The moves, most promising first (the default: a random order)."""
+        """The moves, most promising first (the default: a random order, or by value
+        with ``order_by_value``)."""
+        if self.order_by_value:
+            return self.order_by_evaluation(engine, pos, moves, rng)
         shuffled = list(moves)
         rng.shuffle(shuffled)
         return [Candidate(m) for m in shuffled]
