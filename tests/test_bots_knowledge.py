@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from pbmserv.bots import amoeba as amoeba_bot
-from pbmserv.bots import exnihilo as exnihilo_bot
 from pbmserv.bots import hexamoeba as hexamoeba_bot
 from pbmserv.bots import honeydonuts as honey_bot
 from pbmserv.bots.knowledge import Knowledge
@@ -62,16 +61,20 @@ def test_probe_and_moves_agree_with_the_engine(game: str, games: int, plies: int
 
 
 @pytest.mark.parametrize("options", [(), ("-small",), ("-large",)])
-def test_exnihilo_fast_turns_are_the_engines_turns(options: tuple[str, ...]) -> None:
+def test_exnihilo_turn_status_agrees_with_the_turns(options: tuple[str, ...]) -> None:
     engine = ExNihilo()
     positions = random_games(engine, options, 25, 80, seed=len(options) + 1)
-    chains = 0
+    chains = forced = 0
     for pos in positions:
-        turns = exnihilo_bot.turns(pos)
-        assert turns == engine.legal_moves(pos)
-        assert exnihilo_bot.has_turn(pos) == bool(turns)
+        turns = engine.legal_moves(pos)
+        alive, must = engine.turn_status(pos)
+        assert alive == bool(turns)
+        # must capture: every turn is a chain (its first step flanks something)
+        assert not (alive and must) or all(len(t) > 1 for t in turns)
+        assert must or not turns or any(len(t) == 1 for t in turns)
         chains += sum(1 for t in turns if len(t) > 1)
-    assert chains > 0  # captures were among them
+        forced += must
+    assert chains > 0 and forced > 0  # captures were among them
 
 
 @pytest.mark.parametrize("options", [(), ("-small",), ("-promote",), ("-opponent", "-single")])
@@ -86,18 +89,6 @@ def test_amoeba_turns_without_a_slide_are_the_engines(options: tuple[str, ...]) 
         assert amoeba_bot.in_check(pos) == engine.in_check(pos)
         checks += amoeba_bot.in_check(pos)
     assert checks > 0 or options != ()
-
-
-def test_exnihilo_landings_find_the_cell_a_capture_arrives_on() -> None:
-    engine = ExNihilo()
-    pos = engine.play_all(engine.new(), ("b2-b6", "c2-c7"))
-    # White must flank c7 (Black, on the edge) by arriving on d8 with one piece, its
-    # partner b6 beyond; c7 cannot move as a hostage, so White has no legal turn
-    grid = pos.board.grid
-    land = exnihilo_bot.landings(pos.cells, pos.board, "w")
-    assert {grid.name(grid.cells[c]): h for c, h in land.items()} == {"d8": {1}}
-    assert not exnihilo_bot.has_turn(pos) and engine.outcome(pos) is not None
-    assert exnihilo_bot.landings(engine.new().cells, pos.board, "w") == {}
 
 
 def test_honeydonuts_threats_decide_the_score() -> None:
