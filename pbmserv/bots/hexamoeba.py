@@ -11,8 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pbmserv.bots.knowledge import Knowledge, seat_sign
-from pbmserv.games import AnyEngine
+from pbmserv.bots.knowledge import ScoredKnowledge
 from pbmserv.games.hexamoeba import Hexamoeba, Position
 
 
@@ -28,12 +27,8 @@ def score(cells: Sequence[str], turn: int) -> float:
     return math.tanh(s)
 
 
-class HexamoebaKnowledge(Knowledge):
-    exploration = 0.6
+class HexamoebaKnowledge(ScoredKnowledge):
     widen_base = 3.0
-    playout_plies = 0
-    probe_with_moves = True
-    order_by_value = True
 
-    def evaluate(self, engine: AnyEngine, pos: Position) -> float:
-        return seat_sign(pos.turn) * score(pos.cells, pos.turn)
+    def mover_value(self, pos: Position) -> float:
+        return score(pos.cells, pos.turn)

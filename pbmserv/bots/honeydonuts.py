@@ -10,9 +10,8 @@ is a threat, and a threat on your turn is a win.  The engine counts them
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
-from pbmserv.bots.knowledge import Knowledge, seat_sign
+from pbmserv.bots.knowledge import ScoredKnowledge
 from pbmserv.games import AnyEngine
 from pbmserv.games.honeydonuts import HoneyDonuts, Position, Shift
 
@@ -34,16 +33,11 @@ def score(cells: str, turn: int) -> float:
     return math.tanh(s)
 
 
-class HoneyDonutsKnowledge(Knowledge):
-    exploration = 0.6
+class HoneyDonutsKnowledge(ScoredKnowledge):
     widen_base = 4.0
-    playout_plies = 0
-    probe_with_moves = True
-    order_by_value = True
 
-    def evaluate(self, engine: AnyEngine, pos: Position) -> float:
-        return seat_sign(pos.turn) * score(pos.cells, pos.turn)
+    def mover_value(self, pos: Position) -> float:
+        return score(pos.cells, pos.turn)
 
-    def winning_move(self, engine: AnyEngine, pos: Position, moves: Sequence[Shift],
-                     deadline: float = math.inf) -> Shift | None:
-        return next((m for m in moves if RULES.pushes_king_off(pos, m)), None)
+    def wins_at_once(self, engine: AnyEngine, pos: Position, move: Shift) -> bool:
+        return RULES.pushes_king_off(pos, move)
