@@ -4,7 +4,8 @@ A position is judged for the side to move by material (pawns worth more the fewe
 squares still stand ahead of them: they promote when none do), the number of chess
 moves of each side (slides left out), the best capture the side to move has and
 the worst its opponent threatens, whether the side to move is in check, and how many
-safe cells each King could step to.
+safe cells each King could step to.  The engine says which cells each piece attacks
+(``Amoeba.attacks``); this module weighs them.
 
 A position has about a thousand turns (a chess move times the possible slides), so
 the search orders them cheaply: captures of big pieces by small ones first, then
