@@ -12,12 +12,13 @@ import pytest
 
 from pbmserv.bots import LEVELS, SearchBot, alphabeta
 from pbmserv.bots.alphabeta import MAX_PLY, WIN, WIN_DECAY, AlphaBeta
-from pbmserv.bots.amoeba import AmoebaKnowledge, chess_turns
+from pbmserv.bots.amoeba import AmoebaKnowledge
 from pbmserv.bots.honeydonuts import HoneyDonutsKnowledge
 from pbmserv.bots.knowledge import Candidate, Knowledge, seat_sign
-from pbmserv.bots.mcts import Budget
 from pbmserv.bots.per_game import knowledge_for
+from pbmserv.bots.search import Budget
 from pbmserv.games import AnyEngine, get_engine
+from pbmserv.games.amoeba import Amoeba
 
 UNLIMITED = Budget(10**9, 10**6)
 
@@ -232,11 +233,11 @@ class AnswersWithoutSlides(AmoebaKnowledge):
 
 def test_answers_that_need_a_slide_are_seen() -> None:
     engine = get_engine("amoeba")
-    assert engine is not None
+    assert isinstance(engine, Amoeba)
     pos = engine.play_all(engine.new(), BLIND_SPOT)
     after, _ = engine.play(pos, "d9-d6,e5-e4")
     assert not any(engine.format_move(after, t).startswith("f3-f5")
-                   for t in chess_turns(after))
+                   for t in engine.chess_turns(after))
     blind = AlphaBeta(engine, AnswersWithoutSlides(), random.Random(0))
     found = blind.run(pos, UNLIMITED, max_depth=2)
     assert engine.format_move(pos, found.move) == "d9-d6,e5-e4"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pbmserv.games.base import IllegalMoveError, MoveSyntaxError, OptionError, Termination
-from pbmserv.games.exnihilo import ExNihilo, Position
+from pbmserv.games.exnihilo import ExNihilo, Position, landings
 
 E = ExNihilo()
 
@@ -198,3 +198,14 @@ def test_first_two_plies_match_an_independent_count(options: list[str], side: in
     second = sum(len(_ref_zero_stack_turns(side, {b})) for _, b in first)
     assert len(first) == len(E.legal_moves(E.new(options)))
     assert second == E.perft(E.new(options), 2)
+
+
+def test_landings_find_the_cell_a_capture_arrives_on() -> None:
+    pos = E.play_all(E.new(), ("b2-b6", "c2-c7"))
+    # White must flank c7 (Black, on the edge) by arriving on d8 with one piece, its
+    # partner b6 beyond; c7 cannot move as a hostage, so White has no legal turn
+    grid = pos.board.grid
+    land = landings(pos.cells, pos.board, "w")
+    assert {grid.name(grid.cells[c]): h for c, h in land.items()} == {"d8": {1}}
+    assert E.turn_status(pos) == (False, True) and E.outcome(pos) is not None
+    assert landings(E.new().cells, pos.board, "w") == {}

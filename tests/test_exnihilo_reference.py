@@ -133,3 +133,20 @@ def test_random_boards_agree_with_the_reference(side: int) -> None:
         captures += any("," in t for t in got)
         chains += any(t.count(",") >= 2 for t in got)
     assert captures >= 10 and chains >= 1  # the boards did exercise captures and chains
+
+
+def test_a_hostage_step_whose_own_rest_is_flanked_goes_on() -> None:
+    # White e8-e9 flanks f10 (bbb); the hostage step f10:1-e10 leaves bb on f10, and
+    # that rest is flanked again by the piece it sent to e10 (bw): the turn goes on
+    # with a third step moving f10.  (A bot's quicker turn generator once missed it.)
+    stacks = {"a1": "w", "b1": "bb", "c7": "w", "c8": "ww", "e1": "b", "e2": "bb",
+              "e8": "bw", "f10": "bbb", "g1": "w", "g8": "w", "g9": "ww", "g10": "www",
+              "h8": "wwb", "i4": "b", "i5": "ww", "j7": "b", "k3": "bb"}
+    cubes = layout(6)
+    names = {c: n for c, n in cubes}
+    pos = Position(6, tuple(stacks.get(n, "") for _, n in cubes), 0)
+    board = {c: pos.cells[i] for i, (c, _) in enumerate(cubes)}
+    got = [E.format_move(pos, t) for t in E.legal_moves(pos)]
+    assert set(got) == turns(board, "w", names)
+    assert len(got) == 12 and all(t.startswith("e8-e9,f10:1-e10,f10") for t in got)
+    assert E.turn_status(pos) == (True, True)

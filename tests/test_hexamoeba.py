@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from pbmserv.games.base import IllegalMoveError, MoveSyntaxError, Termination
@@ -227,3 +229,29 @@ def test_drawing_lists_stacks_too_tall_for_their_point() -> None:
     assert "[1]" in text and "  [1] d4: wwbbwB (height 6)" in text
     assert "Stacks controlled: White 1, Black 1." in text
     assert all(len(line) <= 72 for line in text.splitlines())
+
+
+def test_tally_counts_threats_moves_and_stacks() -> None:
+    pos = E.play_all(E.new(), ("b3-c3", "f3-e4"))
+    threats, count, stacks = E.tally(pos.cells, 0)
+    assert threats == 2  # c3-e4 and c3>e4 both end on the Black Kernel with White on top
+    assert count == len(E.legal_moves(pos))
+    assert stacks == 10
+
+
+def test_tally_threats_are_the_moves_that_take_the_kernel() -> None:
+    rng = random.Random(9)
+    checked = 0
+    for _ in range(10):
+        pos = E.new()
+        for _ in range(60):
+            if E.outcome(pos) is not None:
+                break
+            moves = E.legal_moves(pos)
+            wins = sum(1 for m in moves
+                       if (o := E.outcome(E.apply(pos, m))) is not None
+                       and o.winner == pos.turn and o.termination == Termination.KERNEL)
+            assert E.tally(pos.cells, pos.turn)[:2] == (wins, len(moves))
+            checked += wins > 0
+            pos = E.apply(pos, rng.choice(moves))
+    assert checked > 0

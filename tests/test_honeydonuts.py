@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import pytest
@@ -185,3 +186,22 @@ def test_serialisation_round_trips(options: tuple[str, ...]) -> None:
 def test_perft(options: tuple[str, ...], counts: list[int]) -> None:
     pos = E.new(options)
     assert [E.perft(pos, d) for d in range(len(counts))] == counts
+
+
+def test_king_threats_count_the_shifts_that_push_a_king_off() -> None:
+    start = E.new()
+    assert E.king_threats(start.cells, 0) == E.king_threats(start.cells, 1) == 0
+    threatened = E.play_all(start, ("a1-b1",))
+    assert E.king_threats(threatened.cells, 0) == 1  # b1-c2 would push Blue's King off
+    assert E.king_exposure(start.cells, 0) == 2  # a2: the end of two lines
+    assert E.king_reach(start.cells, 0) == 0
+    for seed in range(40):  # the count is that of the legal moves that win at once
+        rng = random.Random(seed)
+        pos = start
+        for _ in range(rng.randrange(1, 30)):
+            if E.outcome(pos) is not None:
+                break
+            winning = [m for m in E.legal_moves(pos) if E.pushes_king_off(pos, m)]
+            assert E.king_threats(pos.cells, pos.turn) == len(winning)
+            assert all(E.king_lost(E.apply(pos, m).cells) == 1 - pos.turn for m in winning)
+            pos = E.apply(pos, rng.choice(E.legal_moves(pos)))

@@ -40,7 +40,7 @@ import time
 from typing import Any
 
 from pbmserv.bots.knowledge import Candidate, Knowledge, seat_sign
-from pbmserv.bots.mcts import SAFETY, Budget, SearchResult
+from pbmserv.bots.search import SAFETY, Budget, SearchResult, first_look
 from pbmserv.games import AnyEngine
 
 #: the value of a won game for the winner (static values lie in [-1, 1]); a win found
@@ -92,20 +92,10 @@ class AlphaBeta:
     def run(self, pos: Any, budget: Budget, max_depth: int = MAX_PLY - 1) -> SearchResult:
         start = time.process_time()
         engine, k = self.engine, self.k
-        outcome, moves = k.probe(engine, pos)
-        if outcome is not None:
-            raise ValueError(f"the game is over: {outcome.reason}")
-        if moves is None:
-            moves = k.moves(engine, pos)
-        if not moves:
-            raise ValueError("there is no legal move")
+        moves = first_look(engine, k, pos, budget, start)
+        if isinstance(moves, SearchResult):
+            return moves
         seat = engine.to_move(pos)
-        if len(moves) == 1:
-            return SearchResult(moves[0], 0.0, 0, time.process_time() - start, "only move")
-        win = k.winning_move(engine, pos, moves, start + 0.5 * budget.seconds)
-        if win is not None:
-            return SearchResult(win, seat_sign(seat), 0, time.process_time() - start,
-                                "wins at once")
         self.deadline = start + SAFETY * budget.seconds
         self.node_limit = budget.iterations
         ordered = k.order(engine, pos, moves, self.rng, True)

@@ -4,7 +4,8 @@ A position is judged for the side to move by material (pawns worth more the fewe
 squares still stand ahead of them: they promote when none do), the number of chess
 moves of each side (slides left out), the best capture the side to move has and
 the worst its opponent threatens, whether the side to move is in check, and how many
-safe cells each King could step to.
+safe cells each King could step to.  The engine says which cells each piece attacks
+(``Amoeba.attacks``); this module weighs them.
 
 A position has about a thousand turns (a chess move times the possible slides), so
 the search orders them cheaply: captures of big pieces by small ones first, then
@@ -16,14 +17,12 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from pbmserv.bots.knowledge import Candidate, Knowledge, seat_sign
 from pbmserv.games import AnyEngine
 from pbmserv.games.amoeba import EMPTY, HOLE, Amoeba, Geometry, Position, Turn
-from pbmserv.games.base import Outcome
 
 VALUE = {"P": 1.0, "N": 3.0, "B": 3.25, "R": 5.0, "Q": 9.0, "K": 0.0}
 PIECE_VALUE = {**VALUE, **{k.lower(): v for k, v in VALUE.items()}, EMPTY: 0.0, HOLE: 0.0}
@@ -35,207 +34,81 @@ NONE = 99.0
 ROOT_EXACT = 60
 
 
-# -- turns without a slide, found faster than the engine finds all turns -------------------
-def attacked(cells: Sequence[str], geo: Geometry, target: int, white: bool) -> bool:
-    """Whether a piece of White (``white``) or Black attacks ``target``."""
-    case = str.upper if white else str.lower
-    knight, king, pawn = case("N"), case("K"), case("P")
-    rook, bishop, queen = case("R"), case("B"), case("Q")
-    for t in geo.knight[target]:
-        if cells[t] == knight:
-            return True
-    for d, ray in enumerate(geo.rays[target]):
-        straight = d < 4
-        for n, t in enumerate(ray):
-            c = cells[t]
-            if c == EMPTY:
-                continue
-            if c == HOLE:
-                break
-            if c == queen or c == (rook if straight else bishop) or (n == 0 and c == king):
-                return True
-            if n == 0 and c == pawn and not straight and ((t < target) == white):
-                return True
-            break
-    return False
+RULES = Amoeba
 
 
-def chess_turns(pos: Position, limit: int = 0) -> list[Turn]:
-    """The legal turns that slide nothing, in the order of ``Amoeba.legal_moves``; only
-    the first ``limit`` found when ``limit`` is not 0."""
-    cells = list(pos.cells)
-    geo = pos.geo
-    w = geo.width
-    colour = pos.turn
-    white = colour == 0
-    king = "K" if white else "k"
-    small = pos.small
-    last_rank = "-promote" in pos.options
-    choices = "RBN" if small else "QRBN"
-    out: list[Turn] = []
-
-    def own(c: str) -> bool:
-        return c not in (EMPTY, HOLE) and c.isupper() == white
-
-    def enemy(c: str) -> bool:
-        return c not in (EMPTY, HOLE) and c.isupper() != white
-
-    def add(s: int, t: int) -> None:
-        piece, taken = cells[s], cells[t]
-        cells[t], cells[s] = piece, EMPTY
-        at = cells.index(king) if king in cells else -1
-        if at < 0 or not attacked(cells, geo, at, not white):
-            if piece.upper() == "P" and (
-                    t // w == (geo.height - 1 if white else 0) if last_rank
-                    else all(cells[x] == HOLE for x in geo.ahead(t, colour))):
-                out.extend(Turn(s, t, None, p) for p in choices)
-            else:
-                out.append(Turn(s, t))
-        cells[s], cells[t] = piece, taken
-
-    for s, piece in enumerate(pos.cells):
-        if limit and len(out) >= limit:
-            return out[:limit]
-        if not own(piece):
-            continue
-        kind = piece.upper()
-        if kind == "P":
-            fwd = w if white else -w
-            t = s + fwd
-            if 0 <= t < len(cells):
-                if cells[t] == EMPTY:
-                    add(s, t)
-                    t2 = t + fwd
-                    if (not small and s // w == (1 if white else geo.height - 2)
-                            and 0 <= t2 < len(cells) and cells[t2] == EMPTY):
-                        add(s, t2)
-                for df in (-1, 1):
-                    f = s % w + df
-                    if 0 <= f < w and enemy(cells[t - s % w + f]):
-                        add(s, t - s % w + f)
-        elif kind == "N":
-            for t in geo.knight[s]:
-                if cells[t] == EMPTY or enemy(cells[t]):
-                    add(s, t)
-        else:
-            dirs = range(8) if kind in "QK" else range(4) if kind == "R" else range(4, 8)
-            for d in dirs:
-                for t in geo.rays[s][d]:
-                    c = cells[t]
-                    if c == HOLE:
-                        break
-                    if c == EMPTY:
-                        add(s, t)
-                    else:
-                        if enemy(c):
-                            add(s, t)
-                        break
-                    if kind == "K":
-                        break
-    return out[:limit] if limit else out
-
-
-def in_check(pos: Position) -> bool:
-    """Whether the player to move stands in check."""
-    king = pos.cells.find("K" if pos.turn == 0 else "k")
-    return king >= 0 and attacked(pos.cells, pos.geo, king, pos.turn == 1)
-
-
-def side_map(cells: str, geo: Geometry, colour: int) -> tuple[list[float], int, float]:
-    """(cheapest attacker per cell, chess mobility, material) of ``colour``."""
+def side_map(cells: str, geo: Geometry, colour: int
+             ) -> tuple[list[float], int, float, list[int], list[int]]:
+    """(cheapest attacker per cell, chess mobility, material, the cells next to the
+    King, the cells of the pieces) of ``colour``: the mobility counts the moves of its
+    pieces but pawns and King (``Amoeba.attacks``); the King's cells are those it
+    attacks."""
     least = [NONE] * len(cells)
     mobility = 0
     material = 0.0
     white = colour == 0
-    rays, knights = geo.rays, geo.knight
-    for s, piece in enumerate(cells):
-        if piece in (EMPTY, HOLE) or piece.isupper() != white:
-            continue
+    w = geo.width
+    king: list[int] = []
+    pieces: list[int] = []
+    for s, piece, targets in RULES.attacks(cells, geo, colour):
+        pieces.append(s)
         kind = piece.upper()
         value = VALUE[kind]
-        if kind == "P":
-            ahead = 0
-            for x in geo.ahead(s, colour):
-                if cells[x] != HOLE:
-                    ahead += 1
-            material += 1.0 + PAWN_BONUS[ahead]
-            for d in ((4, 7) if white else (5, 6)):
-                if rays[s][d]:
-                    t = rays[s][d][0]
-                    if value < least[t]:
-                        least[t] = value
-            continue
-        material += value
-        if kind == "N":
-            targets: Sequence[int] = knights[s]
+        if kind in "PK":  # they count for no mobility
             for t in targets:
                 if value < least[t]:
                     least[t] = value
-                c = cells[t]
-                if c != HOLE and (c == EMPTY or c.isupper() != white):
-                    mobility += 1
+            if kind == "K":
+                king = targets
+            else:
+                ahead = cells[s + w::w] if white else cells[s - w::-w] if s >= w else ""
+                material += 1.0 + PAWN_BONUS[len(ahead) - ahead.count(HOLE)]
             continue
-        dirs = range(8) if kind in "QK" else range(4) if kind == "R" else range(4, 8)
-        for d in dirs:
-            for t in rays[s][d]:
-                c = cells[t]
-                if c == HOLE:
-                    break
-                if value < least[t]:
-                    least[t] = value
-                if c == EMPTY:
-                    if kind != "K":
-                        mobility += 1
-                    else:
-                        break
-                else:
-                    if c.isupper() != white and kind != "K":
-                        mobility += 1
-                    break
-    return least, mobility, material
+        material += value
+        for t in targets:
+            if value < least[t]:
+                least[t] = value
+            c = cells[t]
+            if c == EMPTY or c.isupper() != white:
+                mobility += 1
+    return least, mobility, material, king, pieces
 
 
-def _best_capture(cells: str, by: list[float], guard: list[float], colour: int) -> float:
-    """The most ``colour`` can win by one capture on this board (a crude exchange)."""
+def _best_capture(cells: str, by: list[float], guard: list[float], victims: list[int]
+                  ) -> float:
+    """The most a side that attacks cells as ``by`` says can win by one capture of a
+    piece on ``victims`` guarded as ``guard`` says (a crude exchange)."""
     best = 0.0
-    white = colour == 0
-    for t, c in enumerate(cells):
-        if c in (EMPTY, HOLE) or c.isupper() == white or by[t] == NONE:
+    for t in victims:
+        if by[t] == NONE:
             continue
-        victim = PIECE_VALUE[c] if c.upper() != "K" else 0.0
+        victim = PIECE_VALUE[cells[t]]  # a King is worth nothing here
         gain = victim if guard[t] == NONE else victim - by[t]
         best = max(best, gain)
     return best
 
 
-def _king_room(cells: str, geo: Geometry, colour: int, enemy: list[float]) -> int:
-    king = cells.find("K" if colour == 0 else "k")
-    if king < 0:
-        return 0
-    room = 0
+def _king_room(cells: str, colour: int, steps: list[int], enemy: list[float]) -> int:
+    """How many of the King's ``steps`` lead to a cell it could take or step to
+    unattacked."""
     white = colour == 0
-    for d in range(8):
-        ray = geo.rays[king][d]
-        if ray:
-            t = ray[0]
-            c = cells[t]
-            if c != HOLE and (c == EMPTY or c.isupper() != white) and enemy[t] == NONE:
-                room += 1
-    return room
+    return sum(1 for t in steps
+               if enemy[t] == NONE and (cells[t] == EMPTY or cells[t].isupper() != white))
 
 
 def score(engine: Amoeba, pos: Position) -> float:
     """The value for the player to move, in [-1, 1]."""
     cells, geo, turn = pos.cells, pos.geo, pos.turn
-    mine, mob_m, mat_m = side_map(cells, geo, turn)
-    theirs, mob_t, mat_t = side_map(cells, geo, 1 - turn)
+    mine, mob_m, mat_m, king_m, pieces_m = side_map(cells, geo, turn)
+    theirs, mob_t, mat_t, king_t, pieces_t = side_map(cells, geo, 1 - turn)
     s = mat_m - mat_t + 0.04 * (mob_m - mob_t)
-    s += 0.8 * _best_capture(cells, mine, theirs, turn)
-    s -= 0.3 * _best_capture(cells, theirs, mine, 1 - turn)
+    s += 0.8 * _best_capture(cells, mine, theirs, pieces_t)
+    s -= 0.3 * _best_capture(cells, theirs, mine, pieces_m)
     king = cells.find("K" if turn == 0 else "k")
     if king >= 0 and theirs[king] != NONE:
         s -= 0.5
-    s += 0.15 * (_king_room(cells, geo, turn, theirs) - _king_room(cells, geo, 1 - turn, mine))
+    s += 0.15 * (_king_room(cells, turn, king_m, theirs)
+                 - _king_room(cells, 1 - turn, king_t, mine))
     return math.tanh(s / 8.0)
 
 
@@ -265,17 +138,13 @@ class AmoebaKnowledge(Knowledge):
     root_width = ROOT_EXACT
     reply_width = ROOT_EXACT
 
-    def probe(self, engine: AnyEngine, pos: Position) -> tuple[Outcome | None, list[Any] | None]:
-        if chess_turns(pos, 1):  # a turn without a slide: not over (quicker to find)
-            return None, None
-        return engine.outcome(pos), None
-
     #: below the root, consider only the turns without a slide (when there are any)
     quiet_tree = 1.0
 
     def tree_moves(self, engine: AnyEngine, pos: Position) -> tuple[list[Any], bool]:
+        assert isinstance(engine, Amoeba)
         if self.quiet_tree:
-            quiet = chess_turns(pos)
+            quiet = engine.chess_turns(pos)
             if quiet:
                 return list(quiet), False
         return engine.legal_moves(pos), True
@@ -283,8 +152,9 @@ class AmoebaKnowledge(Knowledge):
     def noisy_moves(self, engine: AnyEngine, pos: Position) -> tuple[list[Any], bool] | None:
         """When in check, every turn without a slide (one must be made; every turn if
         only slides save the King), else the captures and promotions among them."""
-        turns = chess_turns(pos)
-        if in_check(pos):
+        assert isinstance(engine, Amoeba)
+        turns = engine.chess_turns(pos)
+        if engine.in_check(pos):
             return (list(turns) or engine.legal_moves(pos)), True
         cells = pos.cells
         noisy = [t for t in turns if cells[t.to] != EMPTY or t.promotion]
@@ -315,15 +185,11 @@ class AmoebaKnowledge(Knowledge):
             key = (move.frm, move.to, move.promotion)
             if move.slide is None or key not in chess:
                 chess[key] = sign * self.evaluate(engine, engine.apply(pos, move))
-        base = Position(pos.cells, 1 - pos.turn, pos.options, pos.ko)
-        plain = sign * self.evaluate(engine, base)
+        plain = sign * self.evaluate(engine, engine.slid(pos, None))
         slides: dict[tuple[int, int], float] = {}
         for move in moves:
             if move.slide is not None and move.slide not in slides:
-                a, b = move.slide
-                cells = list(pos.cells)
-                cells[b], cells[a] = cells[a], HOLE
-                slid = Position("".join(cells), 1 - pos.turn, pos.options, pos.ko)
+                slid = engine.slid(pos, move.slide)
                 slides[move.slide] = sign * self.evaluate(engine, slid) - plain - 0.001
         guessed = sorted(
             ((chess[(m.frm, m.to, m.promotion)] + (slides[m.slide] if m.slide else 0.0),
@@ -333,13 +199,8 @@ class AmoebaKnowledge(Knowledge):
             engine, pos, [m for *_, m in guessed[:ROOT_EXACT]], rng)
         return exact + [Candidate(m) for *_, m in guessed[ROOT_EXACT:]]
 
-    def winning_move(self, engine: AnyEngine, pos: Position, moves: Sequence[Turn],
-                     deadline: float = math.inf) -> Turn | None:
+    def wins_at_once(self, engine: AnyEngine, pos: Position, move: Turn) -> bool:
         """A mate: a turn that gives check and leaves no turn (a stalemate is no win)."""
-        for move in moves:
-            after = engine.apply(pos, move)
-            if in_check(after) and not chess_turns(after, 1) and engine.outcome(after):
-                return move
-            if time.process_time() > deadline:
-                break
-        return None
+        assert isinstance(engine, Amoeba)
+        after = engine.apply(pos, move)
+        return engine.in_check(after) and engine.outcome(after) is not None

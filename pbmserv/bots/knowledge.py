@@ -73,7 +73,7 @@ class Knowledge:
     #: answers are ``tree_moves``, as deeper down
     reply_width: int = 0
 
-    # -- the rules, possibly faster ----------------------------------------------------
+    # -- the rules, as the engine gives them -------------------------------------------
     def probe(self, engine: AnyEngine, pos: Any) -> tuple[Outcome | None, list[Any] | None]:
         """Whether the game is over in ``pos``; also the legal moves when they were
         computed on the way (else None: ``moves`` is asked later if needed)."""
@@ -134,13 +134,45 @@ class Knowledge:
 
     def winning_move(self, engine: AnyEngine, pos: Any, moves: Sequence[Any],
                      deadline: float = math.inf) -> Any | None:
-        """A move that wins at once, if there is one (the default tries every move).  It
-        may give up, finding none, once ``time.process_time()`` passes ``deadline``."""
-        mover = engine.to_move(pos)
+        """A move that wins at once (``wins_at_once``), if there is one.  It may give
+        up, finding none, once ``time.process_time()`` passes ``deadline``."""
         for move in moves:
-            outcome, _ = self.probe(engine, engine.apply(pos, move))
-            if outcome is not None and outcome.winner == mover:
+            if self.wins_at_once(engine, pos, move):
                 return move
             if time.process_time() > deadline:
                 break
         return None
+
+    def wins_at_once(self, engine: AnyEngine, pos: Any, move: Any) -> bool:
+        """Whether ``move`` ends the game in a win for its player (the default plays it
+        and asks the engine; a game may know a quicker way to see it)."""
+        outcome, _ = self.probe(engine, engine.apply(pos, move))
+        return outcome is not None and outcome.winner == engine.to_move(pos)
+
+
+class ScoredKnowledge(Knowledge):
+    """The knowledge of a game whose moves are few and quick to list: a position is
+    valued at once by ``mover_value`` (no playouts), the moves are listed as soon as a
+    position is reached, and they are ordered by the value of the position each leads
+    to."""
+
+    exploration = 0.6
+    playout_plies = 0
+
+    def mover_value(self, pos: Any) -> float:
+        """The value of a position for the player to move, in [-1, 1]."""
+        raise NotImplementedError
+
+    def evaluate(self, engine: AnyEngine, pos: Any) -> float:
+        return seat_sign(engine.to_move(pos)) * self.mover_value(pos)
+
+    def probe(self, engine: AnyEngine, pos: Any) -> tuple[Outcome | None, list[Any] | None]:
+        # the game is over exactly when the player to move has no move
+        moves = engine.legal_moves(pos)
+        if moves:
+            return None, moves
+        return engine.outcome(pos), None
+
+    def order(self, engine: AnyEngine, pos: Any, moves: Sequence[Any], rng: random.Random,
+              root: bool) -> list[Candidate]:
+        return self.order_by_evaluation(engine, pos, moves, rng)

@@ -26,35 +26,11 @@ from __future__ import annotations
 import math
 import random
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from pbmserv.bots.knowledge import Candidate, Knowledge, outcome_value, seat_sign
+from pbmserv.bots.search import SAFETY, Budget, SearchResult, first_look
 from pbmserv.games import AnyEngine
-
-
-@dataclass(frozen=True)
-class Budget:
-    """How long a search may think: iterations, and a hard cap in CPU seconds."""
-
-    iterations: int
-    seconds: float
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    move: Any
-    #: the search's estimate of the position for seat 0, in [-1, 1]
-    value: float
-    iterations: int
-    #: CPU seconds spent
-    seconds: float
-    #: why this move: "only move", "wins at once", "proven win" or "search"
-    reason: str
-
-
-#: the share of ``Budget.seconds`` that the search itself may use
-SAFETY = 0.95
 
 
 class Node:
@@ -92,22 +68,10 @@ class Search:
     def run(self, pos: Any, budget: Budget) -> SearchResult:
         start = time.process_time()
         engine, k = self.engine, self.k
-        outcome, moves = k.probe(engine, pos)
-        if outcome is not None:
-            raise ValueError(f"the game is over: {outcome.reason}")
-        if moves is None:
-            moves = k.moves(engine, pos)
-        if not moves:
-            raise ValueError("there is no legal move")
-        seat = engine.to_move(pos)
-        if len(moves) == 1:
-            return SearchResult(moves[0], 0.0, 0, time.process_time() - start, "only move")
-        # the scan for a win in one may use half the time (it takes far less as a rule)
-        win = k.winning_move(engine, pos, moves, start + 0.5 * budget.seconds)
-        if win is not None:
-            return SearchResult(win, seat_sign(seat), 0, time.process_time() - start,
-                                "wins at once")
-        root = Node(pos, seat)
+        moves = first_look(engine, k, pos, budget, start)
+        if isinstance(moves, SearchResult):
+            return moves
+        root = Node(pos, engine.to_move(pos))
         root.moves = moves
         root.cands = k.order(engine, pos, moves, self.rng, True)
         root.children = [None] * len(root.cands)

@@ -25,8 +25,9 @@ from typing import Any
 
 from pbmserv.bots.alphabeta import AlphaBeta
 from pbmserv.bots.knowledge import Knowledge, seat_sign
-from pbmserv.bots.mcts import Budget, Search
+from pbmserv.bots.mcts import Search
 from pbmserv.bots.per_game import knowledge_for
+from pbmserv.bots.search import Budget
 from pbmserv.games import AnyEngine
 
 #: a bot agrees to a draw when it rates its own position this far below even, or,

@@ -48,6 +48,9 @@ class Geometry:
     ortho: tuple[tuple[int, ...], ...] = field(repr=False)
     #: every cell whose contents can decide whether a piece on ``cell`` is attacked
     reach: tuple[frozenset[int], ...] = field(repr=False)
+    #: lines[piece][cell]: the lines a piece (a letter, upper case White) on ``cell``
+    #: attacks along, nearest cell first; it stops at a hole, or after the first piece
+    lines: dict[str, tuple[tuple[tuple[int, ...], ...], ...]] = field(repr=False)
 
     def name(self, cell: int) -> str:
         return f"{chr(ord('a') + cell % self.width)}{cell // self.width + 1}"
@@ -88,10 +91,22 @@ def geometry(small: bool) -> Geometry:
     cells = range(width * height)
     rays = tuple(tuple(tuple(r) for r in along(c, ORTHO + DIAG, True)) for c in cells)
     knight = tuple(tuple(r[0] for r in along(c, KNIGHT, False) if r) for c in cells)
+
+    def lines(piece: str, c: int) -> tuple[tuple[int, ...], ...]:
+        kind = piece.upper()
+        if kind == "N":
+            return tuple((t,) for t in knight[c])
+        # a pawn attacks along its forward diagonals (left first), a King one cell
+        dirs = {"P": (7, 4) if piece == "P" else (6, 5), "K": range(8), "Q": range(8),
+                "R": range(4), "B": range(4, 8)}[kind]
+        long = kind in "QRB"
+        return tuple(rays[c][d] if long else rays[c][d][:1] for d in dirs if rays[c][d])
+
     return Geometry(
         width, height, holes, back, rays=rays, knight=knight,
         ortho=tuple(tuple(r[0] for r in along(c, ORTHO, False) if r) for c in cells),
         reach=tuple(frozenset({c, *knight[c]}.union(*rays[c])) for c in cells),
+        lines={p: tuple(lines(p, c) for c in cells) for p in "KQRBNPkqrbnp"},
     )
 
 
@@ -198,50 +213,57 @@ class Amoeba(Engine[Position, Turn]):
         return pos.turn
 
     # -- chess moves ----------------------------------------------------------------------
+    @staticmethod
+    def attacks(cells: Sequence[str], geo: Geometry, colour: int
+                ) -> Iterator[tuple[int, str, list[int]]]:
+        """Every piece of ``colour`` (cell, piece) with the cells it attacks: those it
+        could capture on were an enemy piece there (its own side's cells included, holes
+        never).  A pawn's are its forward diagonals, left first."""
+        white = colour == 0
+        lines = geo.lines
+        for s, piece in enumerate(cells):
+            if piece in (EMPTY, HOLE) or piece.isupper() != white:
+                continue
+            targets: list[int] = []
+            add = targets.append
+            for line in lines[piece][s]:
+                for t in line:
+                    c = cells[t]
+                    if c == HOLE:
+                        break
+                    add(t)
+                    if c != EMPTY:
+                        break
+            yield s, piece, targets
+
     def _chess_moves(self, cells: Sequence[str], pos: Position, colour: int
                      ) -> Iterator[tuple[int, int]]:
         geo = pos.geo
         w = geo.width
-        for s, piece in enumerate(cells):
-            if not _own(piece, colour):
-                continue
-            kind = piece.upper()
-            if kind == "P":
-                fwd = w if colour == 0 else -w
+        white = colour == 0
+        for s, piece, targets in self.attacks(cells, geo, colour):
+            if piece.upper() == "P":
+                fwd = w if white else -w
                 t = s + fwd
-                if 0 <= t < len(cells):
-                    if cells[t] == EMPTY:
+                if 0 <= t < len(cells) and cells[t] == EMPTY:
+                    yield s, t
+                    start = 1 if white else geo.height - 2
+                    t2 = t + fwd
+                    if (not pos.small and s // w == start and 0 <= t2 < len(cells)
+                            and cells[t2] == EMPTY):
+                        yield s, t2
+                for t in targets:
+                    c = cells[t]
+                    if c != EMPTY and c.isupper() != white:
                         yield s, t
-                        start = 1 if colour == 0 else geo.height - 2
-                        t2 = t + fwd
-                        if (not pos.small and s // w == start and 0 <= t2 < len(cells)
-                                and cells[t2] == EMPTY):
-                            yield s, t2
-                    for df in (-1, 1):
-                        f = s % w + df
-                        if 0 <= f < w and _enemy(cells[t - s % w + f], colour):
-                            yield s, t - s % w + f
-            elif kind == "N":
-                for t in geo.knight[s]:
-                    if cells[t] == EMPTY or _enemy(cells[t], colour):
-                        yield s, t
-            else:
-                dirs = range(8) if kind in "QK" else range(4) if kind == "R" else range(4, 8)
-                for d in dirs:
-                    for t in geo.rays[s][d]:
-                        c = cells[t]
-                        if c == HOLE:
-                            break
-                        if c == EMPTY:
-                            yield s, t
-                        else:
-                            if _enemy(c, colour):
-                                yield s, t
-                            break
-                        if kind == "K":
-                            break
+                continue
+            for t in targets:
+                c = cells[t]
+                if c == EMPTY or c.isupper() != white:
+                    yield s, t
 
-    def _attacked(self, cells: Sequence[str], geo: Geometry, target: int, by: int) -> bool:
+    @staticmethod
+    def attacked(cells: Sequence[str], geo: Geometry, target: int, by: int) -> bool:
         """Whether ``target`` is attacked by a piece of colour ``by``."""
         up = str.upper if by == 0 else str.lower
         knight, king, pawn = up("N"), up("K"), up("P")
@@ -274,7 +296,7 @@ class Amoeba(Engine[Position, Turn]):
             at = cells.index(king)
         except ValueError:
             return True  # no king on the board (hand-built positions)
-        return not self._attacked(cells, geo, at, 1 - colour)
+        return not self.attacked(cells, geo, at, 1 - colour)
 
     # -- slides ---------------------------------------------------------------------------
     def _hole_groups(self, cells: Sequence[str], geo: Geometry) -> dict[int, frozenset[int]]:
@@ -369,6 +391,29 @@ class Amoeba(Engine[Position, Turn]):
             cells[b], cells[a] = cells[a], HOLE
         return cells
 
+    def chess_turns(self, pos: Position, limit: int = 0) -> list[Turn]:
+        """The legal turns that slide nothing, in the order of ``legal_moves``; only the
+        first ``limit`` of them when it is not 0 (one is enough to know the game goes
+        on).  Far quicker than every turn: no slide is tried."""
+        geo = pos.geo
+        colour = pos.turn
+        cells = list(pos.cells)
+        pawn = "P" if colour == 0 else "p"
+        choices = self._choices(pos)
+        out: list[Turn] = []
+        for s, t in self._chess_moves(pos.cells, pos, colour):
+            piece, taken = cells[s], cells[t]
+            cells[t], cells[s] = piece, EMPTY
+            if self._king_safe(cells, geo, colour):
+                if piece == pawn and self._promotes(cells, pos, t, colour):
+                    out.extend(Turn(s, t, None, p) for p in choices)
+                else:
+                    out.append(Turn(s, t))
+            cells[s], cells[t] = piece, taken
+            if limit and len(out) >= limit:
+                return out[:limit]
+        return out
+
     def legal_moves(self, pos: Position) -> list[Turn]:
         out: list[Turn] = []
         choices = self._choices(pos)
@@ -404,7 +449,18 @@ class Amoeba(Engine[Position, Turn]):
     def in_check(self, pos: Position) -> bool:
         return not self._king_safe(pos.cells, pos.geo, pos.turn)
 
+    def slid(self, pos: Position, slide: tuple[int, int] | None) -> Position:
+        """The board after a slide alone (none with None), the other side to move: no
+        turn the rules allow, but a way to judge what a slide does by itself."""
+        cells = list(pos.cells)
+        if slide is not None:
+            a, b = slide
+            cells[b], cells[a] = cells[a], HOLE
+        return Position("".join(cells), 1 - pos.turn, pos.options, pos.ko)
+
     def outcome(self, pos: Position) -> Outcome | None:
+        if self.chess_turns(pos, 1):  # quicker to find than a turn with a slide
+            return None
         for _ in self._completions(pos):
             return None
         if self.in_check(pos):

@@ -73,6 +73,267 @@ class Position:
         return board_of(self.side)
 
 
+# -- every legal turn, quickly ---------------------------------------------------------
+# Whether a step flanks is answered from a table of the first stack along every line
+# from every cell: a step changes only its start and end cells, so only the line from
+# the end cell back through the start cell needs a fresh look.
+
+
+class _Lines:
+    """What a step needs to know to see whether it flanks, worked out on demand for
+    the board as it is before the step."""
+
+    def __init__(self, cells: Sequence[str], board: Board, colour: str) -> None:
+        self.cells = cells
+        self.rays = board.rays
+        self.colour = colour
+        self._around: dict[int, list[tuple[int, int, int]]] = {}
+        self._first: dict[tuple[int, int], int] = {}
+
+    def first(self, cell: int, d: int) -> int:
+        """The position along ray ``d`` from ``cell`` of the first stack, or -1."""
+        key = (cell, d)
+        at = self._first.get(key)
+        if at is None:
+            at = -1
+            cells = self.cells
+            for n, b in enumerate(self.rays[cell][d]):
+                if cells[b]:
+                    at = n
+                    break
+            self._first[key] = at
+        return at
+
+    def flanked_at(self, ray: Sequence[int], at: int, enemy: str, height: int) -> bool:
+        """Whether a stack of ``height`` at the start of ``ray`` flanks ``enemy``, the
+        first stack along it (position ``at``)."""
+        colour = self.colour
+        m = at + 1
+        if enemy[-1] == colour or len(enemy) != height or len(ray) < 2 * m:
+            return False
+        cells = self.cells
+        if any(cells[c] for c in ray[m: 2 * m - 1]):
+            return False
+        partner = cells[ray[2 * m - 1]]
+        return bool(partner) and partner[-1] == colour and len(partner) == height
+
+    def around(self, cell: int) -> list[tuple[int, int, int]]:
+        """(direction, enemy cell, height) of every enemy stack that a stack of that
+        height arriving on the empty ``cell`` would flank along that direction."""
+        found = self._around.get(cell)
+        if found is None:
+            found = []
+            for d, ray in enumerate(self.rays[cell]):
+                at = self.first(cell, d)
+                if at >= 0:
+                    enemy = self.cells[ray[at]]
+                    if self.flanked_at(ray, at, enemy, len(enemy)):
+                        found.append((d, ray[at], len(enemy)))
+            self._around[cell] = found
+        return found
+
+    def flanks(self, src: int, dst: int, back: int, dist: int, rest: str, height: int
+               ) -> list[int]:
+        """The enemy stacks that a stack of ``height`` (topped by the mover) moved from
+        ``src`` to ``dst``, ``dist`` cells along ray ``back`` from ``dst``, flanks;
+        ``rest`` is what stays on ``src``."""
+        out = []
+        for d, enemy_cell, h in self.around(dst):
+            if d < back and h == height:
+                out.append(enemy_cell)
+        ray = self.rays[dst][back]
+        if rest:
+            if self.flanked_at(ray, dist - 1, rest, height):
+                out.append(src)
+        else:
+            beyond = self.first(src, back)
+            if beyond >= 0:
+                at = dist + beyond
+                if self.flanked_at(ray, at, self.cells[ray[at]], height):
+                    out.append(ray[at])
+        for d, enemy_cell, h in self.around(dst):
+            if d > back and h == height:
+                out.append(enemy_cell)
+        return out
+
+
+def _options(cells: list[str], board: Board, colour: str, hostages: Sequence[int] | None,
+             compulsory: bool = True) -> list[tuple[Step, list[int]]]:
+    """The steps allowed here with the stacks each flanks: only those that flank
+    something when any does (capture is compulsory), unless not ``compulsory``.
+
+    ``hostages``: the stacks a hostage step must move (any piece of them, whole only
+    outward), or None for the first step of a turn."""
+    hostage = hostages is not None
+    lines = _Lines(cells, board, colour)
+    ring = board.ring
+    land = landings(cells, board, colour, hostages)
+    scored: list[tuple[Step, list[int]]] = []
+    any_flank = False
+    for a in range(len(cells)) if hostages is None else hostages:
+        stack = cells[a]
+        if not hostage and stack and stack[-1] != colour:
+            continue
+        ring_a = ring[a]
+        h = len(stack)
+        for d, ray in enumerate(board.rays[a]):
+            back = (d + 3) % 6
+            for dist, b in enumerate(ray, start=1):
+                if cells[b]:
+                    break
+                gain = ring[b] - ring_a
+                tall = land.get(b)
+                if not stack:
+                    if gain > 0:
+                        flanked = (lines.flanks(a, b, back, dist, "", gain)
+                                   if tall and gain in tall else [])
+                        any_flank = any_flank or bool(flanked)
+                        scored.append((Step(a, b, 0), flanked))
+                    continue
+                if gain > 0:
+                    height = h + gain
+                    flanked = (lines.flanks(a, b, back, dist, "", height)
+                               if tall and height in tall else [])
+                    any_flank = any_flank or bool(flanked)
+                    scored.append((Step(a, b, h), flanked))
+                for k in range(1, h):
+                    rest = stack[: h - k]
+                    height = k + max(gain, 0)
+                    top = colour if gain > 0 else stack[-1]
+                    if top == colour and tall and height in tall:
+                        flanked = lines.flanks(a, b, back, dist, rest, height)
+                        any_flank = any_flank or bool(flanked)
+                    else:
+                        flanked = []
+                    scored.append((Step(a, b, k), flanked))
+    if any_flank and compulsory:
+        scored = [(s, f) for s, f in scored if f]
+    return scored
+
+
+def play_step(cells: list[str], board: Board, colour: str, step: Step) -> None:
+    """Apply one step of ``colour`` in place (already known to be legal)."""
+    gain = max(0, board.ring[step.dst] - board.ring[step.src])
+    stack = cells[step.src]
+    if step.count == 0:
+        moving = ""
+    else:
+        moving = stack[len(stack) - step.count:]
+        cells[step.src] = stack[: len(stack) - step.count]
+    cells[step.dst] = moving + colour * gain
+
+
+def _extend(cells: list[str], board: Board, colour: str, hostages: Sequence[int] | None,
+            done: Turn, out: list[Turn], first: bool) -> bool:
+    """Add the turns that go on from ``done``; with ``first``, stop at the first one
+    found (returns whether one was)."""
+    if len(done) > MAX_CHAIN:
+        return False
+    for step, flanked in _options(cells, board, colour, hostages):
+        turn = (*done, step)
+        if not flanked:
+            out.append(turn)
+        else:
+            after = list(cells)
+            play_step(after, board, colour, step)
+            _extend(after, board, colour, flanked, turn, out, first)
+        if first and out:
+            return True
+    return bool(out)
+
+
+def _any_step(cells: Sequence[str], board: Board, colour: str) -> bool:
+    """Whether ``colour`` has any step at all (captures left aside)."""
+    ring = board.ring
+    for a, stack in enumerate(cells):
+        if stack and (stack[-1] != colour):
+            continue
+        if len(stack) >= 2:
+            if any(not cells[ray[0]] for ray in board.rays[a] if ray):
+                return True
+            continue
+        for ray in board.rays[a]:
+            for b in ray:
+                if cells[b]:
+                    break
+                if ring[b] > ring[a]:
+                    return True
+    return False
+
+
+def landings(cells: Sequence[str], board: Board, colour: str,
+             hostages: Sequence[int] | None = None) -> dict[int, set[int]]:
+    """Where a stack of ``colour`` must arrive, and how tall it must be, to flank.
+
+    A flanked stack E, topped by the enemy, stands on the board already or is what a
+    step leaves of the stack it starts from (a stack of ``colour``, or one of the
+    ``hostages`` in a hostage step); the first stack beyond it on some line is a
+    partner of ``colour`` as tall as E, m cells away; and the flanking stack arrives m
+    cells away on the other side, on a cell that is empty before the step.  No step
+    that arrives elsewhere, or with another height, flanks anything.
+    """
+    rays = board.rays
+    out: dict[int, set[int]] = {}
+    for e, stack in enumerate(cells):
+        if not stack:
+            continue
+        if stack[-1] != colour:
+            heights = [len(stack)]
+            if hostages is not None and e in hostages:  # what a hostage step leaves
+                heights += [k for k in range(len(stack) - 1, 0, -1)
+                            if stack[k - 1] != colour]
+        else:
+            heights = [k for k in range(len(stack) - 1, 0, -1) if stack[k - 1] != colour]
+            if not heights:
+                continue
+        around = rays[e]
+        for d in range(6):
+            for m, p in enumerate(around[d], start=1):
+                partner = cells[p]
+                if not partner:
+                    continue
+                if partner[-1] == colour and len(partner) in heights:
+                    other = around[(d + 3) % 6]
+                    if len(other) >= m and not cells[other[m - 1]]:
+                        out.setdefault(other[m - 1], set()).add(len(partner))
+                break
+    return out
+
+
+def _flanking_steps(cells: list[str], board: Board, colour: str,
+                    land: dict[int, set[int]]) -> list[tuple[Step, list[int]]]:
+    """The steps that flank something, with what they flank (found from the cells
+    where they must arrive, looking back along each line for what could come)."""
+    lines = _Lines(cells, board, colour)
+    ring = board.ring
+    out = []
+    for b, tall in land.items():
+        for back, ray in enumerate(board.rays[b]):
+            for dist, a in enumerate(ray, start=1):
+                stack = cells[a]
+                gain = ring[b] - ring[a]
+                if not stack:
+                    if gain > 0 and gain in tall:
+                        flanked = lines.flanks(a, b, back, dist, "", gain)
+                        if flanked:
+                            out.append((Step(a, b, 0), flanked))
+                    continue
+                if stack[-1] == colour:
+                    h = len(stack)
+                    if gain > 0 and h + gain in tall:
+                        flanked = lines.flanks(a, b, back, dist, "", h + gain)
+                        if flanked:
+                            out.append((Step(a, b, h), flanked))
+                    for k in range(1, h):
+                        if k + max(gain, 0) in tall:
+                            flanked = lines.flanks(a, b, back, dist, stack[: h - k],
+                                                   k + max(gain, 0))
+                            if flanked:
+                                out.append((Step(a, b, k), flanked))
+                break
+    return out
+
+
 class ExNihilo(Engine[Position, Turn]):
     name = "exnihilo"
     title = "Ex nihilo"
@@ -91,121 +352,61 @@ class ExNihilo(Engine[Position, Turn]):
     def to_move(self, pos: Position) -> int:
         return pos.turn
 
-    # -- single steps -------------------------------------------------------------------
+    # -- turns ------------------------------------------------------------------------
+    def legal_moves(self, pos: Position) -> list[Turn]:
+        out: list[Turn] = []
+        _extend(list(pos.cells), pos.board, COLOURS[pos.turn], None, (), out, False)
+        return out
+
     @staticmethod
-    def _steps(cells: Sequence[str], board: Board, mover: int, starts: Sequence[int] | None,
-               hostage: bool) -> list[Step]:
-        """Every step for ``mover``: from ``starts`` (hostages) or from anywhere."""
-        out: list[Step] = []
-        colour = COLOURS[mover]
-        sources = range(len(cells)) if starts is None else starts
-        for a in sources:
-            stack = cells[a]
-            if not hostage and stack and stack[-1] != colour:
+    def turn_status(pos: Position) -> tuple[bool, bool]:
+        """(whether the player to move has a legal turn, whether it must capture),
+        found without listing the turns."""
+        colour = COLOURS[pos.turn]
+        cells = list(pos.cells)
+        land = landings(cells, pos.board, colour)
+        if land:
+            flanking = _flanking_steps(cells, pos.board, colour, land)
+            if flanking:  # capture is compulsory: one of these must be completed
+                for step, flanked in flanking:
+                    after = list(cells)
+                    play_step(after, pos.board, colour, step)
+                    if _extend(after, pos.board, colour, flanked, (step,), [], True):
+                        return True, True
+                return False, True
+        return _any_step(cells, pos.board, colour), False
+
+    def apply(self, pos: Position, move: Turn) -> Position:
+        cells = list(pos.cells)
+        colour = COLOURS[pos.turn]
+        for step in move:
+            play_step(cells, pos.board, colour, step)
+        return Position(pos.side, tuple(cells), 1 - pos.turn)
+
+    def outcome(self, pos: Position) -> Outcome | None:
+        if self.turn_status(pos)[0]:
+            return None
+        return Outcome(1 - pos.turn, Termination.NO_MOVES,
+                       f"{self.seats[pos.turn]} has no legal turn")
+
+    @staticmethod
+    def stack_figures(cells: Sequence[str], board: Board, colour: str) -> tuple[int, int]:
+        """(stacks topped by ``colour``, the steps those stacks could make), captures
+        and hostage steps left aside."""
+        stacks = steps = 0
+        ring = board.ring
+        for a, stack in enumerate(cells):
+            if not stack or stack[-1] != colour:
                 continue
-            ring_a = board.ring[a]
+            stacks += 1
             h = len(stack)
+            ring_a = ring[a]
             for ray in board.rays[a]:
                 for b in ray:
                     if cells[b]:
                         break
-                    outward = board.ring[b] > ring_a
-                    if not stack:
-                        if outward:
-                            out.append(Step(a, b, 0))
-                        continue
-                    if outward:
-                        out.append(Step(a, b, h))
-                    for k in range(1, h):
-                        out.append(Step(a, b, k))
-        return out
-
-    @staticmethod
-    def _play_step(cells: list[str], board: Board, mover: int, step: Step) -> None:
-        """Apply one step in place (already known to be legal)."""
-        gain = max(0, board.ring[step.dst] - board.ring[step.src])
-        stack = cells[step.src]
-        if step.count == 0:
-            moving = ""
-        else:
-            moving = stack[len(stack) - step.count:]
-            cells[step.src] = stack[: len(stack) - step.count]
-        cells[step.dst] = moving + COLOURS[mover] * gain
-
-    @staticmethod
-    def _flanked(cells: Sequence[str], board: Board, mover: int, at: int) -> list[int]:
-        """Enemy stacks the stack at ``at`` flanks (it must be topped by the mover)."""
-        stack = cells[at]
-        colour = COLOURS[mover]
-        if not stack or stack[-1] != colour:
-            return []
-        h = len(stack)
-        out = []
-        for ray in board.rays[at]:
-            # the first stack along the ray is the candidate hostage (cells before it empty)
-            for m, e in enumerate(ray, start=1):
-                if not cells[e]:
-                    continue
-                enemy = cells[e]
-                if enemy[-1] == colour or len(enemy) != h or len(ray) < 2 * m:
-                    break
-                if any(cells[c] for c in ray[m: 2 * m - 1]):
-                    break
-                partner = cells[ray[2 * m - 1]]
-                if partner and partner[-1] == colour and len(partner) == h:
-                    out.append(e)
-                break
-        return out
-
-    # -- whole turns --------------------------------------------------------------------
-    def _turns(self, pos: Position) -> list[Turn]:
-        board = pos.board
-        mover = pos.turn
-        cells = list(pos.cells)
-        out: list[Turn] = []
-        self._extend(cells, board, mover, None, (), out)
-        return out
-
-    def _options(self, cells: list[str], board: Board, mover: int,
-                 hostages: Sequence[int] | None) -> list[tuple[Step, list[int]]]:
-        """Steps allowed here with what each flanks, capture being compulsory."""
-        scored = []
-        for step in self._steps(cells, board, mover, hostages, hostage=hostages is not None):
-            src, dst = cells[step.src], cells[step.dst]
-            self._play_step(cells, board, mover, step)  # try it in place, then undo
-            scored.append((step, self._flanked(cells, board, mover, step.dst)))
-            cells[step.src], cells[step.dst] = src, dst
-        if any(f for _, f in scored):
-            scored = [(s, f) for s, f in scored if f]
-        return scored
-
-    def _extend(self, cells: list[str], board: Board, mover: int,
-                hostages: Sequence[int] | None, done: Turn, out: list[Turn]) -> None:
-        if len(done) > MAX_CHAIN:
-            return
-        for step, flanked in self._options(cells, board, mover, hostages):
-            turn = (*done, step)
-            if not flanked:
-                out.append(turn)
-                continue
-            after = list(cells)
-            self._play_step(after, board, mover, step)
-            self._extend(after, board, mover, flanked, turn, out)
-
-    def legal_moves(self, pos: Position) -> list[Turn]:
-        return self._turns(pos)
-
-    def apply(self, pos: Position, move: Turn) -> Position:
-        cells = list(pos.cells)
-        for step in move:
-            self._play_step(cells, pos.board, pos.turn, step)
-        return Position(pos.side, tuple(cells), 1 - pos.turn)
-
-    def outcome(self, pos: Position) -> Outcome | None:
-        if self._turns(pos):
-            return None
-        return Outcome(1 - pos.turn, Termination.NO_MOVES,
-                       f"{self.seats[pos.turn]} has no legal turn")
+                    steps += h - 1 + (ring[b] > ring_a)
+        return stacks, steps
 
     # -- notation -----------------------------------------------------------------------
     def format_step(self, pos: Position, cells: Sequence[str], step: Step) -> str:
@@ -219,7 +420,7 @@ class ExNihilo(Engine[Position, Turn]):
         parts = []
         for step in move:
             parts.append(self.format_step(pos, cells, step))
-            self._play_step(cells, pos.board, pos.turn, step)
+            play_step(cells, pos.board, COLOURS[pos.turn], step)
         return ",".join(parts)
 
     def _read_step(self, pos: Position, cells: Sequence[str], text: str) -> Step:
@@ -274,6 +475,7 @@ class ExNihilo(Engine[Position, Turn]):
     def parse_move(self, pos: Position, text: str) -> Turn:
         board = pos.board
         grid = board.grid
+        colour = COLOURS[pos.turn]
         cells = list(pos.cells)
         parts = [p for p in text.strip().lower().split(",")]
         hostages: list[int] | None = None
@@ -282,10 +484,10 @@ class ExNihilo(Engine[Position, Turn]):
             step = self._read_step(pos, cells, part)
             name = part if len(parts) > 1 else "this step"
             label = f"{part}: " if len(parts) > 1 else ""
-            options = self._options(cells, board, pos.turn, hostages)
+            options = _options(cells, board, colour, hostages)
             allowed = {s: f for s, f in options}
             if step not in allowed:
-                basic = self._steps(cells, board, pos.turn, hostages, hostage=hostages is not None)
+                basic = [s for s, _ in _options(cells, board, colour, hostages, False)]
                 if hostages is not None and step.src not in hostages:
                     names = ", ".join(grid.name(grid.cells[h]) for h in hostages)
                     raise IllegalMoveError(
@@ -302,7 +504,7 @@ class ExNihilo(Engine[Position, Turn]):
                 why = self._why_not(pos, cells, step, hostages is not None)
                 raise IllegalMoveError(f"{label}{why}")
             steps.append(step)
-            self._play_step(cells, board, pos.turn, step)
+            play_step(cells, board, colour, step)
             flanked = allowed[step]
             if flanked and n == len(parts) - 1:
                 names = ", ".join(grid.name(grid.cells[h]) for h in flanked)
@@ -314,7 +516,7 @@ class ExNihilo(Engine[Position, Turn]):
                 raise IllegalMoveError(f"{name} flanks nothing, so no hostage step may follow it")
             hostages = flanked
         turn = tuple(steps)
-        if turn not in self._turns(pos):  # e.g. a chain that cannot be completed
+        if turn not in self.legal_moves(pos):  # e.g. a chain that cannot be completed
             raise IllegalMoveError(f"{text.strip()} is not a complete legal turn")
         return turn
 

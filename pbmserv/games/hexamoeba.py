@@ -69,6 +69,10 @@ class Position:
         return "/".join(self.cells) + str(self.turn)
 
 
+#: the seat controlling a stack, by its top piece
+CONTROL = {"w": 0, "W": 0, "b": 1, "B": 1}
+
+
 def controller(stack: str) -> int | None:
     if not stack:
         return None
@@ -213,6 +217,37 @@ class Hexamoeba(Engine[Position, StackMove]):
             return Outcome(1 - pos.turn, Termination.NO_MOVES,
                            f"{self.seats[pos.turn]} has no legal move")
         return None
+
+    @staticmethod
+    def tally(cells: Sequence[str], player: int) -> tuple[int, int, int]:
+        """(threats, moves, stacks) of ``player`` on ``cells``, whoever is to move:
+        the moves that would leave ``player`` controlling the stack holding the
+        opponent's Kernel (a win, were it ``player``'s turn), all the moves, and the
+        stacks ``player`` controls."""
+        kernel = KERNELS[1 - player]
+        target = next((i for i, stack in enumerate(cells) if kernel in stack), -1)
+        held = target >= 0 and CONTROL[cells[target][-1]] == player
+        threats = moves = stacks = 0
+        for i, stack in enumerate(cells):
+            if not stack or CONTROL[stack[-1]] != player:
+                continue
+            stacks += 1
+            h = len(stack)
+            for ray in RAYS[i]:
+                if len(ray) < h:
+                    continue
+                moves += 1 if h == 1 else 2
+                if i == target:  # moving the captured Kernel's stack whole keeps it
+                    threats += 1
+                    continue
+                if ray[h - 1] == target or held:
+                    threats += 1  # the whole stack lands on it, or it stays ours
+                if h >= 2:
+                    if target in ray[:h]:
+                        threats += CONTROL[stack[ray.index(target)]] == player
+                    elif held:
+                        threats += 1
+        return threats, moves, stacks
 
     def agreed_outcome(self, pos: Position) -> Outcome:
         return self._counted(pos.cells, "ended by agreement", Termination.AGREEMENT)

@@ -58,6 +58,22 @@ def _lines() -> tuple[tuple[int, ...], ...]:
 LINES = _lines()
 
 
+def _pushes() -> tuple[tuple[tuple[int, bool], ...], ...]:
+    """For every cell, the (line, forward) shifts that push the piece on it off."""
+    out: list[list[tuple[int, bool]]] = [[] for _ in GRID.cells]
+    for n, line in enumerate(LINES):
+        out[line[-1]].append((n, True))
+        out[line[0]].append((n, False))
+    return tuple(tuple(p) for p in out)
+
+
+#: the shifts that push the piece on each cell off the board: (line, forward)
+PUSHES = _pushes()
+#: the lines through each cell
+THROUGH: tuple[tuple[int, ...], ...] = tuple(
+    tuple(n for n, line in enumerate(LINES) if cell in line) for cell in range(len(GRID.cells)))
+
+
 @dataclass(frozen=True)
 class Shift:
     """Shift line ``line`` one cell; ``forward`` moves pieces toward its last cell."""
@@ -128,13 +144,12 @@ class HoneyDonuts(Engine[Position, Shift]):
         line = LINES[move.line]
         if not any(pos.cells[i] in OWN[pos.turn] for i in line):
             return f"the line {self._line_name(line)} holds none of your pieces"
-        pushed = pos.cells[move.ends[1]]
-        if pushed == KINGS[pos.turn]:
+        if pos.cells[move.ends[1]] == KINGS[pos.turn]:
             return (
                 f"that move would push your own King off the board at "
                 f"{GRID.name(GRID.cells[move.ends[1]])}"
             )
-        if pushed == KINGS[1 - pos.turn]:
+        if self.pushes_king_off(pos, move):
             return None  # winning moves are never refused for repetition
         if pos.simple:
             last = pos.last
@@ -148,7 +163,7 @@ class HoneyDonuts(Engine[Position, Shift]):
         return None
 
     def legal_moves(self, pos: Position) -> list[Shift]:
-        if self._king_lost(pos) is not None:
+        if self.king_lost(pos.cells) is not None:
             return []
         return [m for m in _ALL_SHIFTS if self._refusal(pos, m) is None]
 
@@ -193,14 +208,15 @@ class HoneyDonuts(Engine[Position, Shift]):
         return Position(cells, turn, pos.simple, seen, move)
 
     @staticmethod
-    def _king_lost(pos: Position) -> int | None:
+    def king_lost(cells: str) -> int | None:
+        """The seat whose King has been pushed off the board, if one has."""
         for seat, king in enumerate(KINGS):
-            if king not in pos.cells:
+            if king not in cells:
                 return seat
         return None
 
     def outcome(self, pos: Position) -> Outcome | None:
-        lost = self._king_lost(pos)
+        lost = self.king_lost(pos.cells)
         if lost is not None:
             return Outcome(1 - lost, Termination.KING_OFF,
                            f"{self.seats[lost]}'s King was pushed off the board")
@@ -209,6 +225,39 @@ class HoneyDonuts(Engine[Position, Shift]):
             return Outcome(1 - pos.turn, Termination.NO_MOVES,
                            f"{self.seats[pos.turn]} has no legal move")
         return None
+
+    # -- the Kings' danger (what a player can see coming) -------------------------------
+    @staticmethod
+    def pushes_king_off(pos: Position, move: Shift) -> bool:
+        """Whether ``move`` pushes the opponent's King off the board (wins at once)."""
+        return pos.cells[move.ends[1]] == KINGS[1 - pos.turn]
+
+    @staticmethod
+    def king_threats(cells: str, player: int) -> int:
+        """How many shifts of ``player`` would push the opponent's King off right now
+        (legal ones: the line holds a piece of ``player``)."""
+        king = cells.find(KINGS[1 - player])
+        if king < 0:
+            return 0
+        own = OWN[player]
+        return sum(1 for n, _ in PUSHES[king] if any(cells[i] in own for i in LINES[n]))
+
+    @staticmethod
+    def king_exposure(cells: str, player: int) -> int:
+        """On how many line ends ``player``'s King stands (shifts that could push it
+        off, whoever may make them)."""
+        king = cells.find(KINGS[player])
+        return len(PUSHES[king]) if king >= 0 else 0
+
+    @staticmethod
+    def king_reach(cells: str, player: int) -> int:
+        """How many lines through the opponent's King ``player`` may shift (they hold a
+        piece of ``player``): ways to move that King toward a line end, or away."""
+        king = cells.find(KINGS[1 - player])
+        if king < 0:
+            return 0
+        own = OWN[player]
+        return sum(1 for n in THROUGH[king] if any(cells[i] in own for i in LINES[n]))
 
     # -- storage ------------------------------------------------------------------------
     def serialize(self, pos: Position) -> str:
