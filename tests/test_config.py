@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tomllib
 from importlib import metadata
@@ -17,6 +18,8 @@ from pbmserv.config import DEFAULT_SMTP, FORMERLY, SETTINGS, Settings, SettingsE
 from pbmserv.db.migrate import head
 from pbmserv.version import revision
 from tests.conftest import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = None) -> Result:
@@ -234,6 +237,30 @@ def test_the_defaults_read_back_from_config_show() -> None:
     """Each default is a value its parser gives (setting() cannot check it by type)."""
     shown = as_toml(Settings())
     assert Settings.from_values(tomllib.loads(shown)) == Settings()
+
+
+def settings_table(path: Path) -> list[str]:
+    """The keys in the first column of a file's settings table (| key | meaning |
+    default |)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = lines.index("| key | meaning | default |") + 2
+    keys: list[str] = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        keys += re.findall(r"`(\w+)`", line.split("|")[1])
+    return keys
+
+
+def test_every_setting_is_in_the_admin_guide_and_none_that_is_not() -> None:
+    """docs/admin.md's table names each setting once, and nothing else; README's
+    shorter one names only settings (deploy/pbmserv.toml.example: tests/test_deploy.py)."""
+    documented = settings_table(ROOT / "docs" / "admin.md")
+    assert sorted(documented) == sorted(SETTINGS)
+    guide = " ".join((ROOT / "docs" / "admin.md").read_text(encoding="utf-8").split())
+    for old, new in FORMERLY.items():  # the old names still read, and their new ones
+        assert f"`{old}` (now `{new}`" in guide
+    assert set(settings_table(ROOT / "README.md")) <= set(SETTINGS)
 
 
 def test_version() -> None:
