@@ -1,33 +1,31 @@
 """Settings: one TOML file, overridden key by key by the environment (PBMSERV_*).
 
 Every setting has one name: ``relay`` in the file is ``PBMSERV_RELAY`` in the
-environment.  The file is the one given with ``--config``, else the one named by
-``PBMSERV_CONFIG``, else ``/etc/pbmserv/pbmserv.toml`` if it exists; with none, the
-defaults below.  ``PBMSERV_CONFIG=""`` reads no file at all.
+environment and ``settings.relay`` in the code.  The file is the one given with
+``--config``, else the one named by ``PBMSERV_CONFIG``, else
+``/etc/pbmserv/pbmserv.toml`` if it exists; with none, the defaults below.
+``PBMSERV_CONFIG=""`` reads no file at all.
+
+To add a setting, declare one field of ``Settings``: ``name: type = setting(default,
+parser, "help")``, and give it a row in docs/admin.md's table and a line in
+deploy/pbmserv.toml.example (tests check both).  To rename one, give the field its new
+name and ``formerly="old_key"``: the old key (and PBMSERV_OLD_KEY) is still read, with
+a warning in the log, in ``config show`` and in ``config check``.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, cast
 from urllib.parse import unquote
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-DEFAULT_DATABASE_URL = "sqlite:///pbmserv.sqlite3"
-DEFAULT_ADDRESS = "pbmserv@localhost"
-DEFAULT_MAX_SIZE = 256 * 1024
-#: the longest reply to one mail, in bytes of text
-DEFAULT_MAX_REPLY = 64 * 1024
-#: processed mail is kept this many days
-DEFAULT_PURGE_DAYS = 30
-#: a signed-off player's userid is kept from others this many days
-DEFAULT_USERID_RESERVE_DAYS = 365
 DEFAULT_SMTP = "127.0.0.1:2525"
 #: read when neither --config nor PBMSERV_CONFIG names a file
 DEFAULT_CONFIG = Path("/etc/pbmserv/pbmserv.toml")
@@ -37,6 +35,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 DEFAULT, FILE, ENVIRONMENT, COMMAND_LINE = "default", "file", "environment", "command line"
 #: what "off" is written as, for the listeners
 OFF_WORDS = ("", "off", "no", "none", "false")
+
+T = TypeVar("T")
 
 
 class SettingsError(Exception):
@@ -76,217 +76,6 @@ class Mailbox(NamedTuple):
 #: what the server does with a mail in the IMAP folder once it is stored
 IMAP_DONE = ("flag", "delete")
 IMAP_MOVE = "move:"
-
-
-@dataclass(frozen=True)
-class Settings:
-    database_url: str = DEFAULT_DATABASE_URL
-    #: addresses the server accepts mail for; the first is the From of its own mail
-    addresses: tuple[str, ...] = (DEFAULT_ADDRESS,)
-    server_name: str = "pbmserv"
-    relay: tuple[str, int] | None = None
-    maildir: Path = field(default_factory=lambda: Path("var/mail"))
-    max_message_size: int = DEFAULT_MAX_SIZE
-    #: the longest reply to a mail: what is beyond is left out, and the reply says so
-    max_reply_size: int = DEFAULT_MAX_REPLY
-    #: processed mail (in and out) older than this many days is deleted (0: kept)
-    purge_days: int = DEFAULT_PURGE_DAYS
-    #: a userid whose account closed is kept from others this many days
-    userid_reserve_days: int = DEFAULT_USERID_RESERVE_DAYS
-    #: where ``serve`` listens: SMTP (host:port, or None for no SMTP) and LMTP
-    #: (host:port or the path of a Unix socket, or None)
-    smtp: str | None = DEFAULT_SMTP
-    lmtp: str | None = None
-    #: an LMTP Unix socket's mode and group (None: this process's group), so that the
-    #: MTA's user may connect to it
-    lmtp_socket_mode: int = 0o660
-    lmtp_socket_group: str | None = None
-    #: worker processes of ``serve`` (0: a thread)
-    workers: int = 1
-    log_level: str = "info"
-    log_file: Path | None = None
-    syslog: bool = False
-    #: the key of move-by-reply addresses (None: one the server makes and keeps)
-    secret: str | None = None
-    #: how outgoing mail reaches the relay: "smtp", "submission" (STARTTLS) or "smtps"
-    relay_scheme: str = "smtp"
-    #: the login at the relay ("": none)
-    relay_user: str = ""
-    relay_password: str | None = None
-    relay_password_file: Path | None = None
-    #: certificates to trust for the relay (None: the system's)
-    relay_ca_file: Path | None = None
-    #: the most mails the relay is given in any 24 hours (0: no limit)
-    daily_send_limit: int = 0
-    #: the IMAP mailbox to take mail from (None: none)
-    imap: Mailbox | None = None
-    imap_password: str | None = None
-    imap_password_file: Path | None = None
-    imap_ca_file: Path | None = None
-    #: False only for a test host: the IMAP server's certificate is not checked
-    imap_verify: bool = True
-    #: seconds between two looks at a mailbox whose server has no IDLE
-    imap_poll: int = 60
-    #: "flag", "delete" or "move:FOLDER": what is done to a stored mail on the server
-    imap_done: str = "flag"
-    #: whether mail for ``user+tag@`` reaches the mailbox: move-by-reply addresses use
-    #: it; without, the tag travels in the Reply-To's name and the Subject
-    subaddressing: bool = True
-    #: who is told when something needs a person (None: postmaster@ the game domain)
-    admin: str | None = None
-    #: the hour (UTC) of a daily report to the administrator; None: no report
-    daily_report: int | None = None
-    #: hard bounces (the address is dead: 5.1.x, 5.2.1, 5.4.4) within ``bounce_days``
-    #: after which an address is no longer mailed
-    bounce_threshold: int = 3
-    #: soft bounces (a policy refusal 5.7.x, a full mailbox 5.2.2, any other permanent
-    #: failure) within ``bounce_days`` after which an address is no longer mailed
-    soft_bounce_threshold: int = 5
-    bounce_days: int = 7
-    #: where the web pages are seen from outside (https://games.example.org), if they are:
-    #: the one-click unsubscribe link, and absolute redirects (None: the path alone)
-    web_url: str | None = None
-    #: hours an account (or a new address) may wait for the answer to its confirmation
-    #: mail; then it lapses, and its userid is free again
-    confirm_hours: int = 24
-    #: the limits that keep one mail, or one sender, from making many mails
-    signups_per_sender_day: int = 5
-    challenges_per_sender_day: int = 20
-    challenges_per_player_day: int = 10
-    seeks_per_player: int = 10
-    tournaments_per_creator: int = 3
-    subscribers_per_board: int = 20
-    mails_per_address_hour: int = 60
-    replies_per_sender_hour: int = 30
-    #: the most mail one sender may have stored in any 24 hours, in mails and in bytes
-    #: (0: no limit); beyond it the intake says "try again later" (pbmserv.intake.store)
-    sender_quota_mails: int = 300
-    sender_quota_bytes: int = 20 * 1024 * 1024
-    #: connections open at once to the SMTP and LMTP listeners together, and to the web
-    #: pages; beyond, the longest idle is closed (pbmserv.connections)
-    max_connections: int = 500
-    #: seconds a connection may stay silent, and the longest it may last
-    connection_idle_seconds: int = 60
-    connection_max_seconds: int = 600
-    #: mails to others than the sender (a challenge's players, a reset code, a
-    #: confirmation) that one incoming mail, and one sender's mails in an hour, may make
-    mails_to_others_per_mail: int = 3
-    mails_to_others_per_hour: int = 10
-    #: answers a day to one address whose mail carried nothing out (every command
-    #: refused), or which has no account; the rest get none
-    refusals_per_address_day: int = 10
-    #: the authserv-ids (lower case) of our own mail server's Authentication-Results
-    #: headers: a stranger's mail that fails SPF, DKIM or DMARC there is not answered
-    trusted_authserv_ids: tuple[str, ...] = ()
-    #: the settings file these settings were read from, if any
-    source: Path | None = None
-    #: where each key's value came from, when not the default: (key, FILE or ENVIRONMENT
-    #: or COMMAND_LINE), as ``config show`` marks them
-    origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
-
-    @property
-    def address(self) -> str:
-        return self.addresses[0]
-
-    @property
-    def domain(self) -> str:
-        return self.address.rpartition("@")[2] or "localhost"
-
-    @property
-    def admin_address(self) -> str:
-        """Where alerts and reports go: the setting, else the game domain's postmaster."""
-        return self.admin or f"postmaster@{self.domain}"
-
-    @classmethod
-    def load(cls, config: Path | str | None = None,
-             env: Mapping[str, str] | None = None) -> Settings:
-        """The settings of the file ``config`` (see the module's docstring for which
-        file is read without one), each overridden by its PBMSERV_ variable."""
-        env = os.environ if env is None else env
-        path = _config_path(config, env)
-        values: dict[str, Any] = {}
-        origins: dict[str, str] = {}
-        if path is not None:
-            values.update(read_file(path))
-            origins.update(dict.fromkeys(values, FILE))
-        for key in KEYS:
-            name = env_name(key)
-            if name in env:
-                values[key] = env[name]
-                origins[key] = ENVIRONMENT
-        settings = replace(cls.from_values(values), origins=tuple(origins.items()))
-        return settings if path is None else replace(settings, source=path)
-
-    def origin(self, key: str) -> str:
-        """Where the value of ``key`` came from: DEFAULT, FILE, ENVIRONMENT or
-        COMMAND_LINE."""
-        return dict(self.origins).get(key, DEFAULT)
-
-    def overridden(self, key: str, value: Any) -> Settings:
-        """These settings with ``key`` set on the command line."""
-        return replace(self, **{KEYS[key][0]: value},
-                       origins=(*((k, o) for k, o in self.origins if k != key),
-                                (key, COMMAND_LINE)))
-
-    @classmethod
-    def from_values(cls, values: Mapping[str, Any]) -> Settings:
-        """Settings from raw values (as in the file, or strings from the environment)."""
-        unknown = sorted(set(values) - set(KEYS))
-        if unknown:
-            raise SettingsError(f"unknown setting {unknown[0]!r}; the settings are: "
-                                + ", ".join(KEYS))
-        kwargs: dict[str, Any] = {}
-        for key, raw in values.items():
-            try:
-                kwargs[KEYS[key][0]] = PARSERS[key](raw)
-            except (ValueError, TypeError) as exc:
-                raise SettingsError(f"{key} ({env_name(key)}): {exc}") from None
-        relay = kwargs.get("relay")
-        if isinstance(relay, Relay):  # one URL, three settings: where, how, who
-            kwargs.update(relay=(relay.host, relay.port), relay_scheme=relay.scheme,
-                          relay_user=relay.user)
-        return cls(**kwargs)
-
-    @property
-    def relay_target(self) -> Relay | None:
-        """The relay with how to talk to it, or None for the Maildir."""
-        if self.relay is None:
-            return None
-        return Relay(self.relay[0], self.relay[1], self.relay_scheme, self.relay_user)
-
-
-def env_name(key: str) -> str:
-    return f"PBMSERV_{key.upper()}"
-
-
-def _config_path(config: Path | str | None, env: Mapping[str, str]) -> Path | None:
-    if config is not None and str(config) != "":
-        return Path(config)
-    if CONFIG_ENV in env:
-        return Path(env[CONFIG_ENV]) if env[CONFIG_ENV] else None
-    return DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None
-
-
-def read_file(path: Path) -> dict[str, Any]:
-    """The settings of a TOML file, as written (checked by ``from_values``)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SettingsError(f"settings file {path} does not exist") from None
-    except PermissionError:
-        raise SettingsError(f"settings file {path} cannot be read by this user "
-                            f"(uid {os.getuid()}): check its owner and mode") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"settings file {path} cannot be read: {exc}") from None
-    try:
-        values = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"settings file {path} is not valid TOML: {exc}") from None
-    try:
-        Settings.from_values(values)
-    except SettingsError as exc:
-        raise SettingsError(f"settings file {path}: {exc}") from None
-    return values
 
 
 # -- parsing each setting -------------------------------------------------------------
@@ -554,153 +343,404 @@ def _name(raw: Any) -> str:
     return text
 
 
-#: the settings: file key -> (field, meaning); in the order ``config show`` lists them
-KEYS: dict[str, tuple[str, str]] = {
-    "database_url": ("database_url", "SQLAlchemy URL of the database"),
-    "address": ("addresses", "the game addresses, comma-separated or a list; the first is "
-                             "the From of the server's mail"),
-    "name": ("server_name", "display name on outgoing mail"),
-    "relay": ("relay", "where outgoing mail goes: host:port, submission://user@host:587, "
-                        "smtps://user@host:465; off: the Maildir"),
-    "maildir": ("maildir", "Maildir for outgoing mail when no relay is set"),
-    "max_size": ("max_message_size", "largest message taken, in bytes"),
-    "max_reply": ("max_reply_size", "longest reply to one mail, in bytes; the rest is left "
-                                    "out, and the reply says so"),
-    "purge_days": ("purge_days", "processed mail, in and out, is deleted after this many "
-                                 "days by 'serve' itself (0: kept)"),
-    "userid_reserve_days": ("userid_reserve_days", "days a signed-off player's userid is "
-                                                   "kept from others (0: free at once)"),
-    "smtp": ("smtp", "where 'serve' listens for SMTP: host:port, or off"),
-    "lmtp": ("lmtp", "where 'serve' listens for LMTP: host:port, a Unix socket's path, or off"),
-    "lmtp_socket_mode": ("lmtp_socket_mode", "an LMTP Unix socket's mode, in octal"),
-    "lmtp_socket_group": ("lmtp_socket_group", "an LMTP Unix socket's group, one the MTA's "
-                                               "user is in (empty: the service's own)"),
-    "workers": ("workers", "worker processes of 'serve' (0: a thread)"),
-    "log_level": ("log_level", "debug, info, warning or error"),
-    "log_file": ("log_file", "a file to log to as well (empty: none)"),
-    "syslog": ("syslog", "log to syslog (facility mail) as well: true or false"),
-    "secret": ("secret", "the key of move-by-reply addresses (empty: one the server makes "
-                         "and keeps in the database)"),
-    "relay_password": ("relay_password", "the password of the relay's login (better: "
-                                         "relay_password_file)"),
-    "relay_password_file": ("relay_password_file", "a file holding the password of the "
-                                                   "relay's login"),
-    "relay_ca_file": ("relay_ca_file", "certificates to trust for the relay (empty: the "
-                                       "system's)"),
-    "daily_send_limit": ("daily_send_limit", "the most mails given to the relay in any 24 "
-                                             "hours; the rest wait (0: no limit)"),
-    "imap": ("imap", "the mailbox 'serve' takes mail from: imaps://user@host/INBOX, or off"),
-    "imap_password": ("imap_password", "the mailbox's password (better: imap_password_file)"),
-    "imap_password_file": ("imap_password_file", "a file holding the mailbox's password"),
-    "imap_ca_file": ("imap_ca_file", "certificates to trust for the IMAP server (empty: the "
-                                     "system's)"),
-    "imap_verify": ("imap_verify", "check the IMAP server's certificate: true (false only for "
-                                   "a test host)"),
-    "imap_poll": ("imap_poll", "seconds between looks at a mailbox whose server has no IDLE"),
-    "imap_done": ("imap_done", "what is done to a mail on the IMAP server once stored: flag, "
-                               "delete or move:FOLDER"),
-    "subaddressing": ("subaddressing", "whether mail for user+tag@ reaches the mailbox (false: "
-                                       "move-by-reply tags go in the Reply-To's name and the "
-                                       "Subject)"),
-    "admin_address": ("admin", "who is mailed when something needs a person (empty: "
-                               "postmaster@ the game domain)"),
-    "daily_report": ("daily_report", "the hour (UTC, 0-23) of a daily report mail to the "
-                                     "administrator, or off"),
-    "bounce_threshold": ("bounce_threshold", "hard bounces (no such address: 5.1.x, 5.2.1, "
-                                             "5.4.4) within bounce_days after which an "
-                                             "address is no longer mailed"),
-    "soft_bounce_threshold": ("soft_bounce_threshold",
-                              "soft bounces (a policy refusal 5.7.x, a full mailbox 5.2.2, "
-                              "any other permanent failure) within bounce_days after which "
-                              "an address is no longer mailed"),
-    "bounce_days": ("bounce_days", "the days over which bounces are counted"),
-    "web_url": ("web_url", "where the web pages are seen from outside (https://...), for "
-                           "the one-click unsubscribe link and redirects; empty: none"),
-    "confirm_hours": ("confirm_hours", "hours a new account, or a new address, may wait for "
-                                       "the answer to its confirmation mail before it "
-                                       "lapses (the account's userid is free again)"),
-    "signups_per_sender_day": ("signups_per_sender_day",
-                               "accounts one sender address may open in 24 hours"),
-    "challenges_per_sender_day": ("challenges_per_sender_day",
-                                  "boards one sender address may start by challenge in "
-                                  "24 hours"),
-    "challenges_per_player_day": ("challenges_per_player_day",
-                                  "boards started by challenge in which one player is named, "
-                                  "in 24 hours"),
-    "seeks_per_player": ("seeks_per_player", "open challenges (seeks) one player may have"),
-    "tournaments_per_creator": ("tournaments_per_creator",
-                                "tournaments not yet over that one player may have created"),
-    "subscribers_per_board": ("subscribers_per_board", "spectators one board may have"),
-    "mails_per_address_hour": ("mails_per_address_hour",
-                               "mails to one address in an hour; later ones are held and "
-                               "come folded into one mail"),
-    "replies_per_sender_hour": ("replies_per_sender_hour",
-                                "replies to one sender in an hour; later ones are held and "
-                                "come folded into one mail"),
-    "sender_quota_mails": ("sender_quota_mails",
-                           "mails one sender may have stored in 24 hours; beyond, the "
-                           "intake answers 'try again later' (0: no limit)"),
-    "sender_quota_bytes": ("sender_quota_bytes",
-                           "bytes of mail one sender may have stored in 24 hours (0: no "
-                           "limit)"),
-    "max_connections": ("max_connections",
-                        "connections open at once to the SMTP and LMTP listeners, and to the "
-                        "web pages; beyond, the longest idle is closed"),
-    "connection_idle_seconds": ("connection_idle_seconds",
-                                "seconds a connection may stay silent before it is closed"),
-    "connection_max_seconds": ("connection_max_seconds",
-                               "the longest a connection may last, in seconds"),
-    "mails_to_others_per_mail": ("mails_to_others_per_mail",
-                                 "mails to others than its sender (players challenged, reset "
-                                 "codes, confirmations) one incoming mail may make"),
-    "mails_to_others_per_hour": ("mails_to_others_per_hour",
-                                 "mails to others than the sender that one sender's mails may "
-                                 "make in an hour"),
-    "refusals_per_address_day": ("refusals_per_address_day",
-                                 "answers a day to one address whose mails carried nothing out, "
-                                 "or which has no account; later such mails get none"),
-    "trusted_authserv_id": ("trusted_authserv_ids",
-                            "the authserv-id(s) of your own mail server's "
-                            "Authentication-Results (OpenDMARC's AuthservID); empty: none "
-                            "is read"),
-}
-PARSERS: dict[str, Any] = {
-    "database_url": _database_url, "address": _addresses, "name": _name, "relay": _relay,
-    "maildir": _path, "max_size": _size, "max_reply": _reply_size, "purge_days": _number,
-    "userid_reserve_days": _number,
-    "smtp": parse_listen,
-    "lmtp": parse_listen, "lmtp_socket_mode": _mode, "lmtp_socket_group": _group,
-    "workers": _number, "log_level": _level, "log_file": _optional_path, "syslog": _flag,
-    "secret": _secret, "relay_password": _secret, "relay_password_file": _optional_path,
-    "relay_ca_file": _optional_path, "daily_send_limit": _number, "imap": _imap,
-    "imap_password": _secret, "imap_password_file": _optional_path,
-    "imap_ca_file": _optional_path, "imap_verify": _flag, "imap_poll": _seconds,
-    "imap_done": _imap_done, "subaddressing": _flag,
-    "admin_address": _one_address, "daily_report": _hour,
-    "bounce_threshold": _at_least_one, "soft_bounce_threshold": _at_least_one,
-    "bounce_days": _at_least_one, "web_url": _url,
-    "sender_quota_mails": _number, "sender_quota_bytes": _number,
-    "max_connections": _connections,
-    "connection_idle_seconds": _seconds, "connection_max_seconds": _seconds,
-    **{key: _limit for key in (
-        "confirm_hours", "signups_per_sender_day", "challenges_per_sender_day",
-        "challenges_per_player_day", "seeks_per_player", "tournaments_per_creator",
-        "subscribers_per_board", "mails_per_address_hour", "replies_per_sender_hour",
-        "mails_to_others_per_mail", "mails_to_others_per_hour", "refusals_per_address_day")},
-    "trusted_authserv_id": _authserv_ids,
-}
-#: settings shown as *** by ``config show``
-SECRET_KEYS = ("secret", "relay_password", "imap_password")
-assert set(PARSERS) == set(KEYS) and {f for f, _ in KEYS.values()} <= {
-    f.name for f in fields(Settings)}
+def _days_as_hours(raw: Any) -> int:
+    """confirm_days (before confirm_hours): a number of days, as hours."""
+    return _limit(raw) * 24
 
 
+# -- showing a value as ``config show`` writes it ------------------------------------
 def masked_url(url: str) -> str:
     """A database URL with its password hidden."""
     try:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
         return "(not a URL)"
+
+
+def relay_url(settings: Settings) -> str:
+    """The relay as the setting would say it (no password)."""
+    relay = settings.relay_target
+    if relay is None:
+        return "off"
+    if relay.scheme == "smtp":
+        return f"{relay.host}:{relay.port}"
+    user = f"{relay.user}@" if relay.user else ""
+    return f"{relay.scheme}://{user}{relay.host}:{relay.port}"
+
+
+def _shown_database_url(settings: Settings) -> str:
+    return masked_url(settings.database_url)
+
+
+def _shown_imap(settings: Settings) -> str:
+    return settings.imap.url if settings.imap else "off"
+
+
+def _shown_mode(settings: Settings) -> str:
+    return f"{settings.lmtp_socket_mode:04o}"
+
+
+# -- declaring a setting -------------------------------------------------------------
+#: the key of a setting's declaration in its field's metadata
+SETTING = "pbmserv.setting"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How one setting is read and shown: the metadata of its field of ``Settings``,
+    whose name is the setting's key (and, upper case after PBMSERV_, its variable)."""
+
+    #: the value as written (TOML's, or the text of a PBMSERV_ variable) -> the field's;
+    #: ValueError or TypeError saying what is wrong and how to write it
+    parse: Callable[[Any], Any]
+    #: what it is, for ``config show``
+    help: str
+    #: the key it had before ("": none): still read, with a warning
+    formerly: str = ""
+    #: an old key's value -> a value of this key (None: the same)
+    convert: Callable[[Any], Any] | None = None
+    #: shown as *** by ``config show``
+    secret: bool = False
+    #: how ``config show`` writes the value, when not as it is
+    show: Callable[[Settings], object] | None = None
+    #: how ``config show`` writes None
+    none: str = ""
+
+
+def setting(default: object, parse: Callable[[Any], T], help: str, *, formerly: str = "",
+            convert: Callable[[Any], Any] | None = None, secret: bool = False,
+            show: Callable[[Settings], object] | None = None, none: str = "") -> T:
+    """A field of ``Settings`` that is a setting: its default, how its value is read
+    (``parse``: its type is the field's), and its meaning (``help``); see ``Setting``
+    for the rest.  (A default that ``parse`` would not give back fails a test.)"""
+    return cast(T, field(default=default, metadata={SETTING: Setting(
+        parse, help, formerly, convert, secret, show, none)}))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings, one field each (in the order ``config show`` lists them), then
+    what they say together and where they came from."""
+
+    database_url: str = setting(
+        "sqlite:///pbmserv.sqlite3", _database_url, "SQLAlchemy URL of the database",
+        show=_shown_database_url)
+    #: the first is ``address``, the From of the server's own mail
+    addresses: tuple[str, ...] = setting(
+        ("pbmserv@localhost",), _addresses,
+        "the game addresses, comma-separated or a list; the first is the From of the "
+        "server's mail", formerly="address")
+    server_name: str = setting("pbmserv", _name, "display name on outgoing mail",
+                               formerly="name")
+    #: (host, port), or None for the Maildir; the URL's scheme and login are
+    #: ``relay_scheme`` and ``relay_user`` (see ``relay_target``): ``from_values``
+    #: spreads the parser's Relay over the three (hence the ignore)
+    relay: tuple[str, int] | None = setting(  # type: ignore[assignment]
+        None, _relay, "where outgoing mail goes: host:port, submission://user@host:587, "
+        "smtps://user@host:465; off: the Maildir", show=relay_url)
+    maildir: Path = setting(Path("var/mail"), _path,
+                            "Maildir for outgoing mail when no relay is set")
+    max_message_size: int = setting(256 * 1024, _size, "largest message taken, in bytes",
+                                    formerly="max_size")
+    max_reply_size: int = setting(
+        64 * 1024, _reply_size, "longest reply to one mail, in bytes; the rest is left out, "
+        "and the reply says so", formerly="max_reply")
+    purge_days: int = setting(
+        30, _number, "processed mail, in and out, is deleted after this many days by "
+        "'serve' itself (0: kept)")
+    userid_reserve_days: int = setting(
+        365, _number, "days a signed-off player's userid is kept from others (0: free at "
+        "once)")
+    #: host:port, or None for no SMTP listener
+    smtp: str | None = setting(DEFAULT_SMTP, parse_listen,
+                               "where 'serve' listens for SMTP: host:port, or off", none="off")
+    #: host:port or the path of a Unix socket, or None
+    lmtp: str | None = setting(
+        None, parse_listen, "where 'serve' listens for LMTP: host:port, a Unix socket's "
+        "path, or off", none="off")
+    lmtp_socket_mode: int = setting(0o660, _mode, "an LMTP Unix socket's mode, in octal",
+                                    show=_shown_mode)
+    #: None: this process's group
+    lmtp_socket_group: str | None = setting(
+        None, _group, "an LMTP Unix socket's group, one the MTA's user is in (empty: the "
+        "service's own)")
+    workers: int = setting(1, _number, "worker processes of 'serve' (0: a thread)")
+    log_level: str = setting("info", _level, "debug, info, warning or error")
+    log_file: Path | None = setting(None, _optional_path,
+                                    "a file to log to as well (empty: none)")
+    syslog: bool = setting(False, _flag,
+                           "log to syslog (facility mail) as well: true or false")
+    #: None: one the server makes and keeps
+    secret: str | None = setting(
+        None, _secret, "the key of move-by-reply addresses (empty: one the server makes "
+        "and keeps in the database)", secret=True)
+    relay_password: str | None = setting(
+        None, _secret, "the password of the relay's login (better: relay_password_file)",
+        secret=True)
+    relay_password_file: Path | None = setting(
+        None, _optional_path, "a file holding the password of the relay's login")
+    #: None: the system's
+    relay_ca_file: Path | None = setting(
+        None, _optional_path, "certificates to trust for the relay (empty: the system's)")
+    daily_send_limit: int = setting(
+        0, _number, "the most mails given to the relay in any 24 hours; the rest wait "
+        "(0: no limit)")
+    imap: Mailbox | None = setting(
+        None, _imap, "the mailbox 'serve' takes mail from: imaps://user@host/INBOX, or off",
+        show=_shown_imap)
+    imap_password: str | None = setting(
+        None, _secret, "the mailbox's password (better: imap_password_file)", secret=True)
+    imap_password_file: Path | None = setting(
+        None, _optional_path, "a file holding the mailbox's password")
+    imap_ca_file: Path | None = setting(
+        None, _optional_path, "certificates to trust for the IMAP server (empty: the "
+        "system's)")
+    imap_verify: bool = setting(
+        True, _flag, "check the IMAP server's certificate: true (false only for a test "
+        "host)")
+    imap_poll: int = setting(
+        60, _seconds, "seconds between looks at a mailbox whose server has no IDLE")
+    #: "flag", "delete" or "move:FOLDER"
+    imap_done: str = setting(
+        "flag", _imap_done, "what is done to a mail on the IMAP server once stored: flag, "
+        "delete or move:FOLDER")
+    #: without, move-by-reply tags travel in the Reply-To's name and the Subject
+    subaddressing: bool = setting(
+        True, _flag, "whether mail for user+tag@ reaches the mailbox (false: move-by-reply "
+        "tags go in the Reply-To's name and the Subject)")
+    #: None: ``alert_address`` is postmaster@ the game domain
+    admin_address: str | None = setting(
+        None, _one_address, "who is mailed when something needs a person (empty: "
+        "postmaster@ the game domain)")
+    #: None: no report
+    daily_report: int | None = setting(
+        None, _hour, "the hour (UTC, 0-23) of a daily report mail to the administrator, "
+        "or off", none="off")
+    bounce_threshold: int = setting(
+        3, _at_least_one, "hard bounces (no such address: 5.1.x, 5.2.1, 5.4.4) within "
+        "bounce_days after which an address is no longer mailed")
+    soft_bounce_threshold: int = setting(
+        5, _at_least_one, "soft bounces (a policy refusal 5.7.x, a full mailbox 5.2.2, any "
+        "other permanent failure) within bounce_days after which an address is no longer "
+        "mailed")
+    bounce_days: int = setting(7, _at_least_one, "the days over which bounces are counted")
+    #: None: links and redirects give the path alone
+    web_url: str | None = setting(
+        None, _url, "where the web pages are seen from outside (https://...), for the "
+        "one-click unsubscribe link and redirects; empty: none")
+    confirm_hours: int = setting(
+        24, _limit, "hours a new account, or a new address, may wait for the answer to its "
+        "confirmation mail before it lapses (the account's userid is free again)",
+        formerly="confirm_days", convert=_days_as_hours)
+    # the limits that keep one mail, or one sender, from making many mails
+    signups_per_sender_day: int = setting(
+        5, _limit, "accounts one sender address may open in 24 hours")
+    challenges_per_sender_day: int = setting(
+        20, _limit, "boards one sender address may start by challenge in 24 hours")
+    challenges_per_player_day: int = setting(
+        10, _limit, "boards started by challenge in which one player is named, in 24 hours")
+    seeks_per_player: int = setting(
+        10, _limit, "open challenges (seeks) one player may have")
+    tournaments_per_creator: int = setting(
+        3, _limit, "tournaments not yet over that one player may have created")
+    subscribers_per_board: int = setting(20, _limit, "spectators one board may have")
+    mails_per_address_hour: int = setting(
+        60, _limit, "mails to one address in an hour; later ones are held and come folded "
+        "into one mail")
+    replies_per_sender_hour: int = setting(
+        30, _limit, "replies to one sender in an hour; later ones are held and come folded "
+        "into one mail")
+    #: enforced by the intake (pbmserv.intake.store)
+    sender_quota_mails: int = setting(
+        300, _number, "mails one sender may have stored in 24 hours; beyond, the intake "
+        "answers 'try again later' (0: no limit)")
+    sender_quota_bytes: int = setting(
+        20 * 1024 * 1024, _number, "bytes of mail one sender may have stored in 24 hours "
+        "(0: no limit)")
+    #: SMTP and LMTP together, and the web apart (pbmserv.connections)
+    max_connections: int = setting(
+        500, _connections, "connections open at once to the SMTP and LMTP listeners, and "
+        "to the web pages; beyond, the longest idle is closed")
+    connection_idle_seconds: int = setting(
+        60, _seconds, "seconds a connection may stay silent before it is closed")
+    connection_max_seconds: int = setting(
+        600, _seconds, "the longest a connection may last, in seconds")
+    mails_to_others_per_mail: int = setting(
+        3, _limit, "mails to others than its sender (players challenged, reset codes, "
+        "confirmations) one incoming mail may make")
+    mails_to_others_per_hour: int = setting(
+        10, _limit, "mails to others than the sender that one sender's mails may make in "
+        "an hour")
+    refusals_per_address_day: int = setting(
+        10, _limit, "answers a day to one address whose mails carried nothing out, or "
+        "which has no account; later such mails get none")
+    #: lower case; a stranger's mail that fails SPF, DKIM or DMARC there is not answered
+    trusted_authserv_ids: tuple[str, ...] = setting(
+        (), _authserv_ids, "the authserv-id(s) of your own mail server's "
+        "Authentication-Results (OpenDMARC's AuthservID); empty: none is read",
+        formerly="trusted_authserv_id")
+
+    # -- not settings: what the relay URL says besides where, and where values came from
+    #: how outgoing mail reaches the relay: "smtp", "submission" (STARTTLS) or "smtps"
+    relay_scheme: str = "smtp"
+    #: the login at the relay ("": none)
+    relay_user: str = ""
+    #: the settings file these settings were read from, if any
+    source: Path | None = None
+    #: where each key's value came from, when not the default: (key, FILE or ENVIRONMENT
+    #: or COMMAND_LINE), as ``config show`` marks them
+    origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    #: what the administrator should change (an old key still read), for the log,
+    #: ``config show`` and ``config check``
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def address(self) -> str:
+        return self.addresses[0]
+
+    @property
+    def domain(self) -> str:
+        return self.address.rpartition("@")[2] or "localhost"
+
+    @property
+    def alert_address(self) -> str:
+        """Where alerts and reports go: admin_address, else the game domain's
+        postmaster."""
+        return self.admin_address or f"postmaster@{self.domain}"
+
+    @classmethod
+    def load(cls, config: Path | str | None = None,
+             env: Mapping[str, str] | None = None) -> Settings:
+        """The settings of the file ``config`` (see the module's docstring for which
+        file is read without one), each overridden by its PBMSERV_ variable."""
+        env = os.environ if env is None else env
+        path = _config_path(config, env)
+        values: dict[str, Any] = {}
+        warnings: list[str] = []
+        if path is not None:
+            values, warnings = _current_names(read_file(path), str)
+        origins = dict.fromkeys(values, FILE)
+        from_env, env_warnings = _current_names(
+            {key: env[env_name(key)] for key in (*SETTINGS, *FORMERLY)
+             if env_name(key) in env}, env_name)
+        values.update(from_env)
+        origins.update(dict.fromkeys(from_env, ENVIRONMENT))
+        settings = replace(cls.from_values(values), origins=tuple(origins.items()),
+                           warnings=(*warnings, *env_warnings))
+        return settings if path is None else replace(settings, source=path)
+
+    def origin(self, key: str) -> str:
+        """Where the value of ``key`` came from: DEFAULT, FILE, ENVIRONMENT or
+        COMMAND_LINE."""
+        return dict(self.origins).get(key, DEFAULT)
+
+    def overridden(self, key: str, value: Any) -> Settings:
+        """These settings with ``key`` set on the command line."""
+        return replace(self, **{key: value},
+                       origins=(*((k, o) for k, o in self.origins if k != key),
+                                (key, COMMAND_LINE)))
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> Settings:
+        """Settings from raw values (as in the file, or strings from the environment);
+        an old key is read as its new one, with a warning."""
+        values, warnings = _current_names(values, str)
+        unknown = sorted(set(values) - set(SETTINGS))
+        if unknown:
+            raise SettingsError(f"unknown setting {unknown[0]!r}; the settings are: "
+                                + ", ".join(SETTINGS))
+        kwargs: dict[str, Any] = {}
+        for key, raw in values.items():
+            try:
+                kwargs[key] = SETTINGS[key].parse(raw)
+            except (ValueError, TypeError) as exc:
+                raise SettingsError(f"{key} ({env_name(key)}): {exc}") from None
+        relay = kwargs.get("relay")
+        if isinstance(relay, Relay):  # one URL, three fields: where, how, who
+            kwargs.update(relay=(relay.host, relay.port), relay_scheme=relay.scheme,
+                          relay_user=relay.user)
+        return cls(**kwargs, warnings=tuple(warnings))
+
+    @property
+    def relay_target(self) -> Relay | None:
+        """The relay with how to talk to it, or None for the Maildir."""
+        if self.relay is None:
+            return None
+        return Relay(self.relay[0], self.relay[1], self.relay_scheme, self.relay_user)
+
+
+#: the settings: key (its field's name) -> how it is read and shown, in the order
+#: ``config show`` lists them
+SETTINGS: dict[str, Setting] = {f.name: cast(Setting, f.metadata[SETTING])
+                                for f in fields(Settings) if SETTING in f.metadata}
+#: an old key -> the key that replaced it
+FORMERLY: dict[str, str] = {s.formerly: key for key, s in SETTINGS.items() if s.formerly}
+assert not FORMERLY.keys() & SETTINGS.keys(), "an old key is a setting's name again"
+
+
+def env_name(key: str) -> str:
+    return f"PBMSERV_{key.upper()}"
+
+
+def _current_names(values: Mapping[str, Any], written: Callable[[str], str]
+                   ) -> tuple[dict[str, Any], list[str]]:
+    """``values`` with each old key read as the key that replaced it, and what to tell
+    the administrator about each; ``written(key)`` is how the key is written where
+    the values come from (the key itself in the file, PBMSERV_KEY in the environment)."""
+    out = {key: raw for key, raw in values.items() if key not in FORMERLY}
+    warnings = []
+    for old, raw in values.items():
+        key = FORMERLY.get(old)
+        if key is None:
+            continue
+        if key in values:
+            warnings.append(f"{written(old)} is the old name of {written(key)}, which is "
+                            f"set too: {written(old)} is ignored; remove it")
+            continue
+        convert = SETTINGS[key].convert
+        try:
+            out[key] = raw if convert is None else convert(raw)
+            SETTINGS[key].parse(out[key])  # a wrong value is told by the name written
+        except (ValueError, TypeError) as exc:
+            raise SettingsError(f"{old} ({env_name(old)}): {exc}") from None
+        if convert is None:
+            warnings.append(f"{written(old)} is the old name of {written(key)}: rename it "
+                            "(the old name is still read, for now)")
+        else:
+            warnings.append(f"{written(old)} is the old name of {written(key)}, in other "
+                            f"units: it is read as {key} = {_toml(out[key])}; write that "
+                            "instead")
+    return out, warnings
+
+
+def _config_path(config: Path | str | None, env: Mapping[str, str]) -> Path | None:
+    if config is not None and str(config) != "":
+        return Path(config)
+    if CONFIG_ENV in env:
+        return Path(env[CONFIG_ENV]) if env[CONFIG_ENV] else None
+    return DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """The settings of a TOML file, as written (checked by ``from_values``)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SettingsError(f"settings file {path} does not exist") from None
+    except PermissionError:
+        raise SettingsError(f"settings file {path} cannot be read by this user "
+                            f"(uid {os.getuid()}): check its owner and mode") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"settings file {path} cannot be read: {exc}") from None
+    try:
+        values = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"settings file {path} is not valid TOML: {exc}") from None
+    try:
+        Settings.from_values(values)
+    except SettingsError as exc:
+        raise SettingsError(f"settings file {path}: {exc}") from None
+    return values
 
 
 def _toml(value: Any) -> str:
@@ -717,37 +757,24 @@ def _toml(value: Any) -> str:
 def as_toml(settings: Settings) -> str:
     """The settings as a settings file would say them, secrets masked, each with its
     meaning and its environment variable, and where its value came from (default,
-    file, environment or command line) in a comment after it."""
+    file, environment or command line) in a comment after it; then an old key
+    still read, if any, as a comment at the top."""
     lines = [f"# read from: {settings.source or 'no file'}; "
-             "PBMSERV_* variables override the file", ""]
-    for key, (name, meaning) in KEYS.items():
-        value: Any = getattr(settings, name)
-        if key == "database_url":
-            value = masked_url(value)
-        elif key in SECRET_KEYS and value:
+             "PBMSERV_* variables override the file",
+             *(f"# warning: {warning}" for warning in settings.warnings), ""]
+    for key, how in SETTINGS.items():
+        value: Any = getattr(settings, key)
+        if how.show is not None:
+            value = how.show(settings)
+        elif how.secret and value:
             value = "***"
-        elif key == "relay":
-            value = relay_url(settings) if value else "off"
-        elif key == "imap":
-            value = value.url if value else "off"
-        elif key == "lmtp_socket_mode":
-            value = f"{value:04o}"
         elif value is None:
-            value = "off" if key in ("smtp", "lmtp", "daily_report") else ""
-        lines += [f"# {meaning} ({env_name(key)})",
+            value = how.none
+        lines += [f"# {how.help} ({env_name(key)})",
                   f"{key} = {_toml(value)}  # {settings.origin(key)}"]
     return "\n".join(lines) + "\n"
 
 
-def relay_url(settings: Settings) -> str:
-    """The relay as the setting would say it (no password)."""
-    relay = settings.relay_target
-    if relay is None:
-        return "off"
-    if relay.scheme == "smtp":
-        return f"{relay.host}:{relay.port}"
-    user = f"{relay.user}@" if relay.user else ""
-    return f"{relay.scheme}://{user}{relay.host}:{relay.port}"
 
 
 def read_password(inline: str | None, path: Path | None, what: str) -> str | None:

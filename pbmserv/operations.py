@@ -231,6 +231,7 @@ def check_settings(settings: Settings) -> list[Check]:
     the relay or the Maildir, the log file."""
     out = [Check("settings", OK, f"read from {settings.source}" if settings.source
                  else "no settings file: defaults and PBMSERV_* variables")]
+    out += [Check("settings", WARN, warning) for warning in settings.warnings]
     out.append(_secret_check(settings.secret))
     db = Database(settings.database_url)
     try:

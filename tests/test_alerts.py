@@ -35,14 +35,14 @@ def cli(settings: Settings, *args: str) -> Any:
 def admin_mails(db: Database, settings: Settings) -> list[OutboxMessage]:
     with db.reading() as s:
         return list(s.scalars(select(OutboxMessage)
-                              .where(OutboxMessage.to_addr == settings.admin_address)
+                              .where(OutboxMessage.to_addr == settings.alert_address)
                               .order_by(OutboxMessage.id)))
 
 
 def test_failed_mails_make_one_incident_and_one_mail(
         mailer: Mailer, db: Database, settings: Settings,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = replace(settings, admin="ops@example.org")
+    settings = replace(settings, admin_address="ops@example.org")
 
     def broken(*args: object) -> None:
         raise OperationalError("SELECT 1", {}, Exception("disk I/O error"))

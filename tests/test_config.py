@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tomllib
 from importlib import metadata
@@ -13,10 +14,12 @@ import pytest
 from click.testing import CliRunner, Result
 
 from pbmserv.cli import main
-from pbmserv.config import DEFAULT_SMTP, KEYS, Settings, SettingsError, as_toml
+from pbmserv.config import DEFAULT_SMTP, FORMERLY, SETTINGS, Settings, SettingsError, as_toml
 from pbmserv.db.migrate import head
 from pbmserv.version import revision
 from tests.conftest import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = None) -> Result:
@@ -32,11 +35,11 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_file_then_environment(tmp_path: Path) -> None:
     path = write(tmp_path, """
 database_url = "postgresql://pbmserv@localhost/pbmserv"
-address = ["Games@Example.org", "pbem@example.org"]
-name = "Example PBeM server"
+addresses = ["Games@Example.org", "pbem@example.org"]
+server_name = "Example PBeM server"
 relay = "localhost:25"
 maildir = "/var/lib/pbmserv/mail"
-max_size = 100000
+max_message_size = 100000
 lmtp = "127.0.0.1:8024"
 smtp = "off"
 workers = 2
@@ -50,14 +53,14 @@ syslog = true
     assert settings.server_name == "Example PBeM server"  # a space: no shell involved
     assert settings.relay == ("localhost", 25) and settings.smtp is None
     assert (settings.lmtp, settings.workers, settings.syslog) == ("127.0.0.1:8024", 2, True)
-    env = {"PBMSERV_RELAY": "off", "PBMSERV_ADDRESS": "a@b.org, c@d.org", "PBMSERV_WORKERS": "0"}
+    env = {"PBMSERV_RELAY": "off", "PBMSERV_ADDRESSES": "a@b.org, c@d.org", "PBMSERV_WORKERS": "0"}
     overridden = Settings.load(path, env)
     assert overridden.relay is None and overridden.addresses == ("a@b.org", "c@d.org")
     assert overridden.workers == 0 and overridden.max_message_size == 100000
 
 
 def test_which_file_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = write(tmp_path, 'name = "from the file"\n')
+    path = write(tmp_path, 'server_name = "from the file"\n')
     assert Settings.load(None, {"PBMSERV_CONFIG": str(path)}).server_name == "from the file"
     assert Settings.load(None, {"PBMSERV_CONFIG": ""}).source is None
     assert Settings.load(path, {"PBMSERV_CONFIG": ""}).server_name == "from the file"
@@ -72,10 +75,10 @@ def test_which_file_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     ('relay = "localhost:25', "is not valid TOML"),
     ("bogus = 1", "unknown setting 'bogus'"),
     ('relay = "localhost"', r"relay \(PBMSERV_RELAY\): write host:port"),
-    ("max_size = 10", "at least 1024 bytes"),
+    ("max_message_size = 10", "at least 1024 bytes"),
     ('log_level = "loud"', "one of debug, info"),
     ('lmtp = "somewhere"', "a Unix socket"),
-    ('address = "nobody"', "is not a mail address"),
+    ('addresses = "nobody"', "is not a mail address"),
     ('database_url = "not a url"', "is not a database URL"),
     ("workers = true", "expected a number"),
 ])
@@ -106,7 +109,7 @@ def test_config_show_masks_secrets_and_reads_back(tmp_path: Path) -> None:
     again = tomllib.loads(shown.output)
     assert again["relay"] == "mail.example.org:587" and again["smtp"] == DEFAULT_SMTP
     assert Settings.from_values(again).relay == ("mail.example.org", 587)
-    assert as_toml(Settings()).count("\n# ") == len(KEYS)  # one per setting
+    assert as_toml(Settings()).count("\n# ") == len(SETTINGS)  # one per setting
     hushed = run("config", "show", env={"PBMSERV_SECRET": "hush-hush"})
     assert "hush-hush" not in hushed.output and 'secret = "***"' in hushed.output
 
@@ -150,18 +153,114 @@ def test_config_check_refuses_a_weak_secret(tmp_path: Path, db_url: str) -> None
 
 
 def test_config_show_says_where_each_value_came_from(tmp_path: Path) -> None:
-    path = write(tmp_path, 'relay = "mail.example.org:587"\nname = "Games"\n')
+    path = write(tmp_path, 'relay = "mail.example.org:587"\nserver_name = "Games"\n')
     shown = run("--config", str(path), "--log-level", "error", "config", "show",
-                env={"PBMSERV_NAME": "Board games", "PBMSERV_WORKERS": "3"})
+                env={"PBMSERV_SERVER_NAME": "Board games", "PBMSERV_WORKERS": "3"})
     assert shown.exit_code == 0, shown.output
     values = {line.split(" = ")[0]: line.split(" = ", 1)[1]
               for line in shown.output.splitlines() if " = " in line and line[0] != "#"}
     assert values["relay"] == '"mail.example.org:587"  # file'
-    assert values["name"] == '"Board games"  # environment'  # the environment wins
+    assert values["server_name"] == '"Board games"  # environment'  # the environment wins
     assert values["workers"] == "3  # environment"
     assert values["log_level"] == '"error"  # command line'
-    assert values["max_size"] == "262144  # default"
-    assert tomllib.loads(shown.output)["name"] == "Board games"  # still TOML
+    assert values["max_message_size"] == "262144  # default"
+    assert tomllib.loads(shown.output)["server_name"] == "Board games"  # still TOML
+
+
+def test_old_keys_are_read_as_their_new_ones_with_a_warning(tmp_path: Path) -> None:
+    assert FORMERLY == {"address": "addresses", "name": "server_name",
+                        "max_size": "max_message_size", "max_reply": "max_reply_size",
+                        "trusted_authserv_id": "trusted_authserv_ids",
+                        "confirm_days": "confirm_hours"}
+    path = write(tmp_path, 'address = "Games@Example.org"\nname = "Old games"\n'
+                           'max_size = 100000\nmax_reply = 8192\n'
+                           'trusted_authserv_id = "MX.example.org"\nconfirm_days = 7\n')
+    old = Settings.load(path, {})
+    assert (old.addresses, old.server_name, old.max_message_size, old.max_reply_size,
+            old.trusted_authserv_ids, old.confirm_hours) == (
+        ("games@example.org",), "Old games", 100000, 8192, ("mx.example.org",), 7 * 24)
+    assert old.origin("addresses") == old.origin("confirm_hours") == "file"
+    renamed = ("address", "name", "max_size", "max_reply", "trusted_authserv_id")
+    assert old.warnings == (
+        *(f"{key} is the old name of {FORMERLY[key]}: rename it (the old name is still "
+          "read, for now)" for key in renamed),
+        "confirm_days is the old name of confirm_hours, in other units: it is read as "
+        "confirm_hours = 168; write that instead")
+    # the environment's old names override the file's new keys, and say so by their name
+    new = write(tmp_path, 'addresses = "new@example.org"\nconfirm_hours = 5\n')
+    env = Settings.load(new, {"PBMSERV_ADDRESS": "env@example.org", "PBMSERV_CONFIRM_DAYS": "2"})
+    assert (env.addresses, env.confirm_hours) == (("env@example.org",), 48)
+    assert env.origin("addresses") == "environment"
+    assert env.warnings[0] == ("PBMSERV_ADDRESS is the old name of PBMSERV_ADDRESSES: rename "
+                               "it (the old name is still read, for now)")
+    assert Settings.load(new, {}).warnings == ()
+    # both names in one place: the new one counts
+    both = write(tmp_path, 'addresses = "new@example.org"\naddress = "old@example.org"\n')
+    assert Settings.load(both, {}).addresses == ("new@example.org",)
+    assert Settings.load(both, {}).warnings == (
+        "address is the old name of addresses, which is set too: address is ignored; "
+        "remove it",)
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("confirm_days = 0", r"confirm_days \(PBMSERV_CONFIRM_DAYS\): must be at least 1"),
+    ('confirm_days = "week"', r"confirm_days \(PBMSERV_CONFIRM_DAYS\): invalid literal"),
+    ('address = "nobody"', r"address \(PBMSERV_ADDRESS\): 'nobody' is not a mail address"),
+    ("max_size = 10", r"max_size \(PBMSERV_MAX_SIZE\): the largest message must be at least"),
+])
+def test_a_bad_value_of_an_old_key_is_told_by_that_key(tmp_path: Path, text: str,
+                                                       said: str) -> None:
+    with pytest.raises(SettingsError, match=said):
+        Settings.load(write(tmp_path, text + "\n"), {})
+
+
+def test_an_old_key_is_told_in_the_log_config_show_and_config_check(
+        tmp_path: Path, db_url: str) -> None:
+    path = write(tmp_path, f'database_url = "{db_url}"\nmaildir = "{tmp_path / "mail"}"\n'
+                           'name = "Old games"\n')
+    said = "name is the old name of server_name: rename it (the old name is still read, for now)"
+    shown = run("--config", str(path), "config", "show")
+    assert shown.exit_code == 0, shown.output
+    assert f"settings: {said}" in shown.stderr  # the log
+    assert f"# warning: {said}\n" in shown.stdout
+    assert tomllib.loads(shown.stdout)["server_name"] == "Old games"
+    checked = run("--config", str(path), "config", "check")
+    assert checked.exit_code == 0, checked.output  # a warning, not a failure
+    assert f"warn settings     {said}" in checked.stdout.splitlines()
+    renamed = write(tmp_path, f'database_url = "{db_url}"\nmaildir = "{tmp_path / "mail"}"\n'
+                              'server_name = "Old games"\n')
+    quiet = run("--config", str(renamed), "config", "check")
+    assert quiet.exit_code == 0 and "old name" not in quiet.output
+
+
+def test_the_defaults_read_back_from_config_show() -> None:
+    """Each default is a value its parser gives (setting() cannot check it by type)."""
+    shown = as_toml(Settings())
+    assert Settings.from_values(tomllib.loads(shown)) == Settings()
+
+
+def settings_table(path: Path) -> list[str]:
+    """The keys in the first column of a file's settings table (| key | meaning |
+    default |)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = lines.index("| key | meaning | default |") + 2
+    keys: list[str] = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        keys += re.findall(r"`(\w+)`", line.split("|")[1])
+    return keys
+
+
+def test_every_setting_is_in_the_admin_guide_and_none_that_is_not() -> None:
+    """docs/admin.md's table names each setting once, and nothing else; README's
+    shorter one names only settings (deploy/pbmserv.toml.example: tests/test_deploy.py)."""
+    documented = settings_table(ROOT / "docs" / "admin.md")
+    assert sorted(documented) == sorted(SETTINGS)
+    guide = " ".join((ROOT / "docs" / "admin.md").read_text(encoding="utf-8").split())
+    for old, new in FORMERLY.items():  # the old names still read, and their new ones
+        assert f"`{old}` (now `{new}`" in guide
+    assert set(settings_table(ROOT / "README.md")) <= set(SETTINGS)
 
 
 def test_version() -> None:

@@ -41,7 +41,7 @@ def test_settings_problems_keep_the_mail(problem: tuple[str, str]) -> None:
 
 def test_bad_settings_file_keeps_the_mail(tmp_path: Path) -> None:
     path = tmp_path / "pbmserv.toml"
-    path.write_text('name = "Example PBeM server"\nrelay = "nowhere"\n')
+    path.write_text('server_name = "Example PBeM server"\nrelay = "nowhere"\n')
     result = deliver("--config", str(path))
     assert result.exit_code == EX_TEMPFAIL and "relay (PBMSERV_RELAY)" in result.output
 

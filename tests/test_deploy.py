@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pbmserv import logs
-from pbmserv.config import KEYS, Settings
+from pbmserv.config import SETTINGS, Settings
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 UNITS = ["pbmserv.service", "pbmserv-worker.service", "pbmserv-bots.service",
@@ -26,7 +26,7 @@ def test_the_example_settings_parse_and_name_every_key() -> None:
     assert settings.lmtp == "127.0.0.1:8024" and settings.smtp is None
     assert settings.relay == ("localhost", 25)
     written = set(re.findall(r"^(\w+) =", path.read_text(), re.MULTILINE))
-    assert written == set(KEYS)
+    assert written == set(SETTINGS)
 
 
 def test_the_pipe_reads_the_settings_file_and_no_shell() -> None:

@@ -186,7 +186,7 @@ def test_a_mail_over_the_size_limit_is_left_in_the_folder(
     assert take_once(intake) == 1
     [big, small] = sorted(dovecot.messages().items())
     assert DONE not in big[1] and DONE in small[1]
-    assert "over max_size (2048): left in the folder, not taken" in caplog.text
+    assert "over max_message_size (2048): left in the folder, not taken" in caplog.text
     assert take_once(intake) == 0 and len(inbound(db)) == 1
 
 

@@ -52,7 +52,7 @@ class Served:
         self.config = root / "pbmserv.toml"
         self.config.write_text(f"""\
 database_url = "sqlite:///{self.database}"
-address = "{ADDRESS}"
+addresses = ["{ADDRESS}"]
 smtp = "off"
 imap = "imaps://{USER}@localhost:{server.imaps}/INBOX"
 imap_password_file = "{root / 'imap-password'}"

@@ -190,7 +190,7 @@ def _runs_as_pipe_user(command: list[str]) -> bool:
 
 def settings_file(path: Path, database: Path, address: str, relay_port: int,
                   extra: str = "") -> None:
-    path.write_text(f'database_url = "sqlite:///{database}"\naddress = "{address}"\n'
+    path.write_text(f'database_url = "sqlite:///{database}"\naddresses = "{address}"\n'
                     f'relay = "127.0.0.1:{relay_port}"\nlog_level = "info"\n{extra}')
     path.chmod(0o644)
 

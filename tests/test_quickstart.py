@@ -32,7 +32,7 @@ def test_make_run_stays_in_its_checkout(tmp_path: Path) -> None:
     shutil.copy(ROOT / "pyproject.toml", checkout / "pyproject.toml")
     os.utime(checkout / "pyproject.toml", (0, 0))  # older than the venv: no reinstall
     (checkout / ".venv").symlink_to(ROOT / ".venv")
-    (checkout / "pbmserv.local.toml").write_text('name = "Local games"\n')
+    (checkout / "pbmserv.local.toml").write_text('server_name = "Local games"\n')
     # an installed server's settings, in the file and in the shell
     production = tmp_path / "production"
     production.mkdir()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
+import logging
 import os
 import sys
 import traceback
@@ -38,6 +39,7 @@ EX_UNAVAILABLE = 69
 DELIVER_LIKE = 0.75
 
 F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger(__name__)
 
 
 def hard_exit(code: int) -> NoReturn:
@@ -99,6 +101,8 @@ class App:
         except SettingsError as exc:
             self.error = exc
             setup_logging(self.loaded.log_level)
+        for warning in self.loaded.warnings:
+            log.warning("settings: %s", warning)
 
 
 def _delivering(args: Sequence[str]) -> bool:

@@ -419,7 +419,7 @@ class ImapIntake(threading.Thread):
                             "folder, tried again in %d minutes", self.key, uid, stored,
                             OVER_QUOTA_RETRY // 60)
         for uid in big:
-            log.warning("IMAP %s: the mail with UID %s is %s bytes, over max_size (%s): "
+            log.warning("IMAP %s: the mail with UID %s is %s bytes, over max_message_size (%s): "
                         "left in the folder, not taken", self.key, uid,
                         sizes[uid][b"RFC822.SIZE"], limit)
         fresh = [i for i in ids if isinstance(i, int)]

@@ -44,7 +44,7 @@ def mail_alerts(session: Session, settings: Settings, now: datetime) -> int:
                 alert.mailed_at is not None or alert.count == alert.mailed_count):
             alert.closed_at = now
     if _report_due(session, settings, now):
-        queue_mail(session, settings, to=settings.admin_address,
+        queue_mail(session, settings, to=settings.alert_address,
                    subject=render("subjects/report.txt.j2", settings=settings, now=now).strip(),
                    body=_report(session, settings, now))
         session.add(Alert(kind=AlertKind.REPORT, opened_at=now, last_at=now, count=1,
@@ -57,10 +57,10 @@ def mail_alerts(session: Session, settings: Settings, now: datetime) -> int:
 def _mail(session: Session, settings: Settings, alert: Alert, now: datetime) -> None:
     context = {"alert": alert, "settings": settings, "again": alert.mailed_at is not None,
                "new": alert.count - alert.mailed_count, "items": alert.items.split()}
-    queue_mail(session, settings, to=settings.admin_address,
+    queue_mail(session, settings, to=settings.alert_address,
                subject=render("subjects/alert.txt.j2", **context).strip(),
                body=render("alert.txt.j2", **context))
-    log.warning("alert to %s: %s (%d time(s) since %s)", settings.admin_address,
+    log.warning("alert to %s: %s (%d time(s) since %s)", settings.alert_address,
                 alert.kind, alert.count, f"{alert.opened_at:%Y-%m-%d %H:%M}")
     alert.mailed_at = now
     alert.mailed_count = alert.count
