@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from email import message_from_bytes, policy
@@ -14,13 +15,14 @@ from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from pbmserv import logs
 from pbmserv.config import Settings
 from pbmserv.db.migrate import upgrade
-from pbmserv.db.models import OutboxMessage, User
+from pbmserv.db.models import InboundMessage, OutboxMessage, User
 from pbmserv.db.session import Database
+from pbmserv.db.status import InboundStatus, OutboxStatus
 from pbmserv.intake.store import store_message
 from pbmserv.logs import AUDIT, MARK
 from pbmserv.processing import process_message
@@ -193,6 +195,25 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_until_settled(db: Database, limit: float = 60.0) -> None:
+    """Until every stored mail is processed and no queued mail waits to be sent: the
+    positive signal after which a test may say that no more mail comes (a fixed sleep
+    says nothing on a busy machine).  For a server whose intake, workers and sender
+    run, and mail that was all acknowledged (stored) before this is called."""
+    deadline = time.monotonic() + limit
+    while True:
+        with db.reading() as session:
+            unread = session.scalar(select(func.count()).select_from(InboundMessage)
+                                    .where(InboundMessage.status == InboundStatus.NEW))
+            unsent = session.scalar(select(func.count()).select_from(OutboxMessage)
+                                    .where(OutboxMessage.status == OutboxStatus.PENDING))
+        if not unread and not unsent:
+            return
+        assert time.monotonic() < deadline, \
+            f"after {limit} s, {unread} mail(s) not processed and {unsent} not sent"
+        time.sleep(0.05)
 
 
 def text_of(mail: EmailMessage) -> str:

@@ -8,6 +8,7 @@ import pytest
 
 from pbmserv.games.amoeba import EMPTY, HOLE, Amoeba, Position, geometry
 from pbmserv.games.base import IllegalMoveError, MoveSyntaxError, Termination
+from tests.test_amoeba_reference import promotable, reference_turns, to_board
 
 E = Amoeba()
 NORMAL_HOLES = ("b4", "b5", "b6", "d5", "e5", "g4", "g5", "g6")
@@ -338,5 +339,48 @@ def test_serialisation_round_trips() -> None:
     assert again == pos and moves(again) == moves(pos)
 
 
+# -- the perft figure, counted again from the rules text ---------------------------------
+def _reference_after(pos: Position, turn: str) -> Position:
+    """The position after a turn as test_amoeba_reference writes it (``c2-c3,b4-c4``,
+    ``b6-b7=N``), played by hand from the rules text, not by the engine: the chess
+    move, the slide (the square and whatever stands on it), then every pawn of the
+    mover with no square ahead promotes (the moved one to its written choice, any other
+    to the default), and the slide is the opponent's ko."""
+    board, w, h = to_board(pos)
+    white, small = pos.turn == 0, "-small" in pos.options
+
+    def square(name: str) -> tuple[int, int]:
+        return ord(name[0]) - ord("a"), int(name[1:]) - 1
+
+    chess, *slide = turn.split(",")
+    move, _, choice = chess.partition("=")
+    frm, to = map(square, move.split("-"))
+    board[to], board[frm] = board[frm], EMPTY
+    end, ko = to, None
+    if slide:
+        a, dest = map(square, slide[0].split("-"))
+        board[dest], board[a] = board[a], HOLE
+        end = dest if a == to else to
+        ko = (a[1] * w + a[0], dest[1] * w + dest[0])
+    pawn = "P" if white else "p"
+    for sq, piece in list(board.items()):
+        if piece == pawn and promotable(board, sq, white, h, "-promote" in pos.options):
+            new = choice if sq == end and choice else "R" if small else "Q"
+            board[sq] = new if white else new.lower()
+    return Position("".join(board[(i % w, i // w)] for i in range(w * h)), 1 - pos.turn,
+                    pos.options, ko)
+
+
 def test_perft_two() -> None:
-    assert E.perft(E.new(["-small"]), 2) == 114914
+    """114,914 pairs of turns from the -small start: counted again here by the slow
+    turn generator of test_amoeba_reference (written from the rules text), each first
+    turn played by _reference_after, from the setup as the rules text gives it."""
+    pawns = {f"{f}2": "P" for f in "bcdef"} | {f"{f}6": "p" for f in "bcdef"}
+    pieces = {"b1": "R", "c1": "N", "d1": "K", "e1": "N", "f1": "R"}
+    pieces |= {f"{n[0]}7": p.lower() for n, p in pieces.items()} | pawns
+    start = make(pieces, ("a1", "a2", "a6", "a7", "c4", "d4", "e4", "g1", "g2", "g6", "g7"),
+                 ("-small",))
+    assert start == E.new(["-small"])
+    first = reference_turns(start)
+    assert sum(len(reference_turns(_reference_after(start, t))) for t in first) == 114914
+    assert E.perft(start, 2) == 114914

@@ -25,7 +25,14 @@ from pbmserv.games import get_engine
 from pbmserv.server import Server
 from pbmserv.service.bot_turns import due_turns
 from pbmserv.service.consent import BOT_BOARDS_PER_PLAYER
-from tests.conftest import Mailer, free_port, make_mail, read_maildir, text_of
+from tests.conftest import (
+    Mailer,
+    free_port,
+    make_mail,
+    read_maildir,
+    text_of,
+    wait_until_settled,
+)
 from tests.test_clocks import clock_mails, time_passes
 
 #: the move limit of these games: far above what any of them took when written
@@ -310,6 +317,7 @@ def test_the_server_runs_the_bots(db: Database, settings: Settings) -> None:
                 break
             assert time.monotonic() < deadline, texts
             time.sleep(0.1)
+        wait_until_settled(db)  # and nothing more comes, to anyone
     finally:
         server.stop()
     assert {m["To"] for m in read_maildir(settings.maildir)} == {"alice@example.org"}

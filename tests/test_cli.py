@@ -37,6 +37,7 @@ def test_a_reader_that_goes_away_is_no_error() -> None:
 
 
 def test_rules_perft_and_after_and_options() -> None:
+    # the figures of test_honeydonuts.test_perft, counted there by a reference too
     assert run("rules", "perft", "honeydonuts", "2").output.strip() == "144"
     assert run("rules", "perft", "honeydonuts", "4", "-o", "-simple").output.strip() == "22632"
     # several options in one -o, or one -o each: the same (amoeba depth 1 counted by hand)

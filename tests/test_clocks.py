@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -22,7 +23,7 @@ from pbmserv.server import Server
 from pbmserv.service.games import GameService
 from pbmserv.timers import RETRY_AFTER, run_clocks
 from pbmserv.worker import WorkLoop
-from tests.conftest import Mailer, check_mail_shape, free_port, read_maildir
+from tests.conftest import Mailer, check_mail_shape, free_port, read_maildir, wait_until_settled
 
 
 def flat(text: str) -> str:
@@ -339,18 +340,38 @@ def test_work_runs_the_clock(mailer: Mailer, db: Database, settings: Settings) -
     assert "Nag: Honey Donuts Board 101 bob" in subjects
 
 
-def test_serve_runs_the_clock(mailer: Mailer, db: Database, settings: Settings) -> None:
+def test_serve_runs_the_clock(mailer: Mailer, db: Database, settings: Settings,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nag goes out, once: two more rounds of the clock after it was sent, and all
+    they queued sent, bring no second one."""
     start(mailer)
     time_passes(db, 8)
+    rounds: list[int] = []  # the clock rounds done
+    clocks = run_clocks  # what the worker calls
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        done = clocks(*args, **kwargs)
+        rounds.append(1)
+        return done
+
+    monkeypatch.setattr(worker, "run_clocks", counted)  # the server's worker is a thread
+
+    def nagged() -> bool:
+        return any(m["Subject"] == "Nag: Honey Donuts Board 101 bob"
+                   for m in read_maildir(settings.maildir))
+
     server = Server(db, settings, "127.0.0.1", free_port(), interval=0.1, clock_every=0.1)
     server.start()
     try:
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if any(m["Subject"] == "Nag: Honey Donuts Board 101 bob"
-                   for m in read_maildir(settings.maildir)):
-                break
+        while not nagged():
+            assert time.monotonic() < deadline, "no nag was sent"
             time.sleep(0.05)
+        seen = len(rounds)
+        while len(rounds) < seen + 2:
+            assert time.monotonic() < deadline + 20, "the clock stopped"
+            time.sleep(0.05)
+        wait_until_settled(db)
     finally:
         server.stop()
     nags = [m for m in read_maildir(settings.maildir)

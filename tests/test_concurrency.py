@@ -255,6 +255,16 @@ def test_a_writer_waits_while_an_urgent_writer_of_another_process_waits(
     worker = Database(db_url)
     flag = sessions.UrgentFlag(Path(str(worker.engine.url.database) + "-urgent"))
     began: list[float] = []
+    looks: list[bool] = []  # the writer's looks at the flag, and what it saw
+    look: property = vars(sessions.UrgentFlag)["raised"]
+
+    def counted(self: sessions.UrgentFlag) -> bool:
+        seen = bool(look.__get__(self))
+        if self is not flag:  # not this test's own looks
+            looks.append(seen)
+        return seen
+
+    monkeypatch.setattr(sessions.UrgentFlag, "raised", property(counted))
 
     def write() -> None:
         with worker.transaction(lazy=True) as session:
@@ -265,7 +275,12 @@ def test_a_writer_waits_while_an_urgent_writer_of_another_process_waits(
         flag.set(True)
         thread = threading.Thread(target=write)
         thread.start()
-        time.sleep(0.2)
+        deadline = time.monotonic() + 30
+        while looks.count(True) < 3:  # it saw the flag raised, and again as it waits
+            assert not began, "the writer began while the flag was raised"
+            assert time.monotonic() < deadline, "the writer never waited for the flag"
+            time.sleep(0.001)
+        assert not began
         lowered = time.monotonic()
         flag.set(False)
         thread.join(timeout=30)

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from pbmserv.config import Settings
-from tests.conftest import free_port, make_mail, read_maildir
+from pbmserv.db.session import Database
+from tests.conftest import free_port, make_mail, read_maildir, wait_until_settled
 
 
 def start_server(settings: Settings, port: int, log: Path) -> subprocess.Popen[bytes]:
@@ -79,16 +80,15 @@ def sigkill_under_load(settings: Settings, tmp_path: Path) -> None:
     stop.set()
     thread.join()
     proc = start_server(settings, port, log)
+    db = Database(settings.database_url)
     try:
-        deadline = time.monotonic() + 150  # a mail leased by the killed sender waits 30 s
-        while time.monotonic() < deadline:
-            replies = Counter(m["In-Reply-To"] for m in read_maildir(settings.maildir))
-            if all(replies[mid] for mid in acked):
-                break
-            time.sleep(0.1)
-        time.sleep(1.0)  # let any duplicate show itself
+        # once every stored mail is processed and none waits to be sent, no more mail
+        # comes: a duplicate (a mail the killed sender wrote but could not mark sent is
+        # sent again when its lease ends, 30 s on) is in the Maildir by then
+        wait_until_settled(db, limit=150)
         replies = Counter(m["In-Reply-To"] for m in read_maildir(settings.maildir))
     finally:
+        db.dispose()
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
     assert len(acked) >= 40

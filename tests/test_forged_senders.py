@@ -19,7 +19,7 @@ from pbmserv.db.session import Database
 from pbmserv.mail.mailboxes import first_mailbox
 from pbmserv.mail.parse import parse_message
 from pbmserv.server import Server
-from tests.conftest import Mailer, free_port, read_maildir
+from tests.conftest import Mailer, free_port, read_maildir, wait_until_settled
 
 
 def raw_mail(from_value: str, *, reply_to: str | None = None, subject: str = "help",
@@ -121,7 +121,8 @@ def server(db: Database, settings: Settings) -> Iterator[Server]:
     srv.stop()
 
 
-def test_the_forgery_over_a_real_smtp_session(server: Server, settings: Settings) -> None:
+def test_the_forgery_over_a_real_smtp_session(server: Server, settings: Settings,
+                                               db: Database) -> None:
     """The brief's example through the listener: the reply goes to mallory only."""
     raw = raw_mail("=?utf-8?q?=3Cvictim@example.net=3E?= <mallory@evil.example>")
     with smtplib.SMTP(server.controller.hostname, server.controller.port, timeout=10) as c:
@@ -129,6 +130,7 @@ def test_the_forgery_over_a_real_smtp_session(server: Server, settings: Settings
     deadline = time.monotonic() + 20
     while not read_maildir(settings.maildir) and time.monotonic() < deadline:
         time.sleep(0.05)
+    wait_until_settled(db)  # and no other mail comes (to the victim)
     [reply] = read_maildir(settings.maildir)
     assert reply["To"] == "mallory@evil.example"
     assert "victim" not in reply.as_string()

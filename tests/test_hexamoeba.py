@@ -36,6 +36,7 @@ def test_setup() -> None:
 
 
 def test_sanity_figures() -> None:
+    # the sanity figures of shared/rules/hexamoeba.md
     assert len(E.legal_moves(E.new())) == 52
     assert E.perft(E.new(), 2) == 2704
 

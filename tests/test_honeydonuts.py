@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from itertools import pairwise
 
 import pytest
 
@@ -177,14 +178,114 @@ def test_serialisation_round_trips(options: tuple[str, ...]) -> None:
     assert moves(again) == moves(pos)
 
 
-# Depths 1 and 2 follow from the hand count above (Blue's twelve replies are untouched
-# by any first move of Red); depths 3 and 4 were counted by this engine and pin it down.
+# -- an independent count, from shared/rules/honeydonuts.md alone ----------------------
+# Nothing here comes from the engine: its own coordinates (axial, rows lettered from the
+# bottom and cells numbered from the left, as hexboards.md says), its own lines, shifts
+# and repetition rules, slow and plain.
+RefCell = tuple[int, int]
+RefBoard = tuple[str, ...]  # the piece on each of REF_CELLS, in order
+REF_HOLE: RefCell = (0, 0)
+
+
+def _ref_names() -> dict[RefCell, str]:
+    """The hexhex of side 3: axial (q, r), r = -2 for row a, q growing to the right."""
+    out = {}
+    for r in range(-2, 3):
+        first = max(-2, -2 - r)
+        for q in range(first, min(2, 2 - r) + 1):
+            out[(q, r)] = f"{'abcde'[r + 2]}{q - first + 1}"
+    return out
+
+
+REF_NAMES = _ref_names()
+REF_CELLS = sorted(REF_NAMES)
+
+
+def _ref_lines() -> list[tuple[int, ...]]:
+    """Maximal runs of two cells or more along each of the three directions, ended by
+    the edge and the hole (as positions in REF_CELLS)."""
+    cells = set(REF_CELLS) - {REF_HOLE}
+    out = []
+    for dq, dr in ((1, 0), (0, 1), (-1, 1)):
+        for start in cells:
+            if (start[0] - dq, start[1] - dr) in cells:
+                continue  # inside a run, not at its start
+            run = [start]
+            while (run[-1][0] + dq, run[-1][1] + dr) in cells:
+                run.append((run[-1][0] + dq, run[-1][1] + dr))
+            if len(run) > 1:
+                out.append(tuple(REF_CELLS.index(c) for c in run))
+    return out
+
+
+REF_LINES = _ref_lines()
+
+
+def _ref_start() -> RefBoard:
+    placed = {"a1": "r", "a2": "R", "a3": "r", "e1": "b", "e2": "B", "e3": "b", "c3": "#"}
+    return tuple(placed.get(REF_NAMES[c], "o") for c in REF_CELLS)
+
+
+def _ref_turns(board: RefBoard, turn: int, history: frozenset[tuple[RefBoard, int]],
+               last: tuple[int, bool] | None, simple: bool
+               ) -> list[tuple[RefBoard, tuple[int, bool]]]:
+    """Every legal move as (board after it, (line, forward)): a line holding a piece of
+    the mover's shifted one cell, the piece pushed off its leading end put on the cell
+    its trailing end leaves (a King pushed out is not: the game is over)."""
+    own, king, theirs = ("rR", "R", "B") if turn == 0 else ("bB", "B", "R")
+    out = []
+    for number, line in enumerate(REF_LINES):
+        if not any(board[i] in own for i in line):
+            continue
+        for forward in (True, False):
+            order = line if forward else line[::-1]
+            pushed = board[order[-1]]
+            if pushed == king:
+                continue
+            after = list(board)
+            for a, b in pairwise(order):
+                after[b] = board[a]
+            after[order[0]] = "." if pushed == theirs else pushed
+            new = tuple(after)
+            if pushed != theirs:  # pushing the enemy King out is never refused
+                if simple and last == (number, not forward):
+                    continue
+                if not simple and (new, 1 - turn) in history:
+                    continue
+            out.append((new, (number, forward)))
+    return out
+
+
+def _ref_perft(depth: int, simple: bool, board: RefBoard | None = None, turn: int = 0,
+               history: frozenset[tuple[RefBoard, int]] | None = None,
+               last: tuple[int, bool] | None = None) -> int:
+    board = board or _ref_start()
+    history = history if history is not None else frozenset({(board, 0)})
+    if depth == 0:
+        return 1
+    if "R" not in board or "B" not in board:  # a King was pushed out
+        return 0
+    turns = _ref_turns(board, turn, history, last, simple)
+    return sum(_ref_perft(depth - 1, simple, after, 1 - turn, history | {(after, 1 - turn)},
+                          move) for after, move in turns)
+
+
+def test_the_reference_board_is_the_rules_board() -> None:
+    assert sorted(len(line) for line in REF_LINES) == [2] * 6 + [3] * 6 + [4] * 6
+    assert len(REF_CELLS) == 19 and REF_NAMES[REF_HOLE] == "c3"
+    assert len(_ref_turns(_ref_start(), 0, frozenset(), None, False)) == 12  # sanity figure
+
+
+# Depths 1 and 2 also follow from the hand count above (Blue's twelve replies are
+# untouched by any first move of Red); every depth is counted again by the reference
+# above, written from the rules text; the two repetition rules part at depth 4.
 @pytest.mark.parametrize(("options", "counts"), [
     ((), [1, 12, 144, 1814, 22386]),
     (("-simple",), [1, 12, 144, 1814, 22632]),
 ])
 def test_perft(options: tuple[str, ...], counts: list[int]) -> None:
     pos = E.new(options)
+    assert [_ref_perft(d, "-simple" in options) for d in range(len(counts))] == counts
     assert [E.perft(pos, d) for d in range(len(counts))] == counts
 
 

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 import pytest
-from sqlalchemy import inspect, select, update
+from sqlalchemy import inspect, select, text, update
 from sqlalchemy.orm import Session
 
 from pbmserv.db.base import utcnow
@@ -161,6 +161,15 @@ CHECKS = [same_as_the_orm, tracked_and_flushed, held_objects_kept, no_players,
           pending_changes_flushed_first]
 
 
+def waiting_for_a_lock(db: Database) -> bool:
+    """Whether a transaction of this PostgreSQL database waits for a lock another holds
+    (the other databases of the server are other tests')."""
+    with db.reading() as session:
+        return bool(session.scalar(text(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'")))
+
+
 @pytest.mark.postgres
 @pytest.mark.parametrize("by_id", [False, True])
 def test_a_load_that_waited_for_the_lock_sees_the_players_as_committed(
@@ -193,7 +202,11 @@ def test_a_load_that_waited_for_the_lock_sees_the_players_as_committed(
             waiter = threading.Thread(target=other)
             waiter.start()
             locked.set()
-            time.sleep(0.5)  # the other transaction's load is waiting for the lock
+            deadline = time.monotonic() + 30
+            while not waiting_for_a_lock(db):  # PostgreSQL says when the other load waits
+                assert not seen, "the other load did not wait for the lock"
+                assert time.monotonic() < deadline, "the other load never waited for the lock"
+                time.sleep(0.02)
             assert not seen
         waiter.join(10)
         assert seen == [(99, "new@example.org")]

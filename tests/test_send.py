@@ -37,7 +37,7 @@ from pbmserv.sender import message
 from pbmserv.sender import relay as relay_module
 from pbmserv.sender.delivery import Sender, backoff_seconds
 from pbmserv.sender.message import OutboxMail
-from tests.conftest import Mailer, free_port, read_maildir, text_of
+from tests.conftest import Mailer, free_port, read_maildir, text_of, wait_until_settled
 
 
 class Sink:
@@ -252,10 +252,9 @@ def two_senders_and_a_slow_relay(db: Database, other: Database, settings: Settin
     try:
         for t in threads:
             t.start()
-        deadline = time.monotonic() + 30
-        while len(sink.received) < 24 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(1.2)  # well past every lease: a duplicate would show now
+        # once no mail waits to be sent none can be claimed again, and once the senders
+        # have stopped no send is under way: a duplicate has shown by then
+        wait_until_settled(db, limit=30)
     finally:
         stop.set()
         for t in threads:

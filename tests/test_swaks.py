@@ -13,7 +13,7 @@ import pytest
 from pbmserv.config import Settings
 from pbmserv.db.session import Database
 from pbmserv.server import Server
-from tests.conftest import Mailer, free_port, read_maildir, text_of
+from tests.conftest import Mailer, free_port, read_maildir, text_of, wait_until_settled
 
 SWAKS = shutil.which("swaks")
 pytestmark = pytest.mark.skipif(SWAKS is None,
@@ -37,7 +37,7 @@ def swaks(port: int, sender: str, subject: str, body: str = " ", to: str = "pbms
         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
 
 
-def test_readme_walkthrough(port: int, settings: Settings) -> None:
+def test_readme_walkthrough(port: int, settings: Settings, db: Database) -> None:
     for sender, subject in (("alice@example.org", "signup alice secret-a"),
                             ("bob@example.org", "signup bob secret-b")):
         assert swaks(port, sender, subject).returncode == 0
@@ -62,11 +62,10 @@ def test_readme_walkthrough(port: int, settings: Settings) -> None:
         assert swaks(port, sender, subject, body).returncode == 0
     refused = swaks(port, "x@example.org", "help", to="nobody@localhost")
     assert refused.returncode != 0 and "550" in refused.stdout + refused.stderr
-    deadline = time.monotonic() + 30
-    # 12 replies; 7 board mails (challenge, 2 moves, undo asked, granted, 1 move, resign)
-    while len(read_maildir(settings.maildir)) < 19 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.5)
+    # every mail was stored before swaks ended: once all are answered and sent, no more
+    # comes; 12 replies, 7 board mails (challenge, 2 moves, undo asked, granted, 1 move,
+    # resign)
+    wait_until_settled(db)
     mails = read_maildir(settings.maildir)
     subjects = sorted(m["Subject"] for m in mails)
     assert len(mails) == 19, subjects
@@ -117,11 +116,7 @@ def test_the_readme_walkthrough_on_a_server_that_is_not_new(db: Database, tmp_pa
                               text=True, timeout=120, stdin=subprocess.DEVNULL)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split()[-1] == "102"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not any(
-                m["Subject"] == "Honey Donuts Board 102 Game over **"
-                for m in read_maildir(maildir)):
-            time.sleep(0.1)
+        wait_until_settled(db)  # every mail the lines sent is answered: no more comes
     finally:
         srv.stop()
     mails = read_maildir(maildir)
