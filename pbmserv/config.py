@@ -153,6 +153,8 @@ class Settings:
     subscribers_per_board: int = 20
     mails_per_address_hour: int = 60
     replies_per_sender_hour: int = 30
+    #: the work one mail may make the server do, in units (pbmserv.service.budget)
+    work_per_mail: int = 2500
     #: the settings file these settings were read from, if any
     source: Path | None = None
     #: where each key's value came from, when not the default: (key, FILE or ENVIRONMENT
@@ -588,6 +590,9 @@ KEYS: dict[str, tuple[str, str]] = {
     "replies_per_sender_hour": ("replies_per_sender_hour",
                                 "replies to one sender in an hour; later ones are held and "
                                 "come folded into one mail"),
+    "work_per_mail": ("work_per_mail", "the work one mail may make the server do, in units "
+                                       "(one: about one Amoeba move checked); what does not "
+                                       "fit is refused"),
 }
 PARSERS: dict[str, Any] = {
     "database_url": _database_url, "address": _addresses, "name": _name, "relay": _relay,
@@ -606,7 +611,8 @@ PARSERS: dict[str, Any] = {
     **{key: _limit for key in (
         "confirm_days", "signups_per_sender_day", "challenges_per_sender_day",
         "challenges_per_player_day", "seeks_per_player", "tournaments_per_creator",
-        "subscribers_per_board", "mails_per_address_hour", "replies_per_sender_hour")},
+        "subscribers_per_board", "mails_per_address_hour", "replies_per_sender_hour",
+        "work_per_mail")},
 }
 #: settings shown as *** by ``config show``
 SECRET_KEYS = ("secret", "relay_password", "imap_password")

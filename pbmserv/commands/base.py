@@ -19,6 +19,7 @@ from pbmserv.db.models import Board, User
 from pbmserv.games import ENGINES, AnyEngine, get_engine
 from pbmserv.mail.quotes import mask_addresses
 from pbmserv.service.accounts import authenticate
+from pbmserv.service.budget import WorkBudget
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.events import Event
 from pbmserv.service.games import GameService
@@ -57,6 +58,11 @@ class Context:
     stranger: bool | None = None
     #: the reply carries a live one-time code: its outbox copy is blanked once sent
     secret_reply: bool = False
+    #: the work the mail may still make the server do (pbmserv.service.budget)
+    budget: WorkBudget = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.budget = WorkBudget(self.settings.work_per_mail)
 
     @property
     def comment(self) -> str:

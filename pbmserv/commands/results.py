@@ -10,6 +10,7 @@ from pbmserv.render import render
 from pbmserv.service.accounts import existing_user
 from pbmserv.service.archive import record_of
 from pbmserv.service.boards import load_board
+from pbmserv.service.budget import HISTORY_COST, RECORD_MOVES_PER_UNIT
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.history import HISTORY_LIMIT, history, standings
 from pbmserv.service.ratings import rating_list, rating_of
@@ -70,6 +71,7 @@ class History(Command):
     def run(self, ctx: Context, inv: Invocation) -> Result:
         engine = inv.engine
         user = existing_user(ctx.session, inv.args[0])
+        ctx.budget.charge(HISTORY_COST, f"the history of {user.userid}")
         return Result(render("commands/history.txt.j2", engine=engine, user=user,
                              games=history(ctx.session, user, engine.name),
                              limit=HISTORY_LIMIT),
@@ -94,6 +96,12 @@ class Record(Command):
             raise PlayerError(f"a record comes as 'text' or 'json', not {inv.args[1][:20]!r}",
                               usage=True)
         board = load_board(ctx.session, engine, board_number(inv.args[0]))
+        ctx.budget.charge(1 + board.ply // RECORD_MOVES_PER_UNIT,
+                          f"the record of board {board.number} ({board.ply:,} moves)",
+                          less=f"A mail carries the record of a board of "
+                               f"{(ctx.budget.limit - 1) * RECORD_MOVES_PER_UNIT:,} moves at "
+                               "most; the administrator can export any record "
+                               "('pbmserv export').")
         record = record_of(ctx.session, board, ctx.settings.server_name)
         text = dump_json([record]) if form == "json" else to_text(record)
         return Result(render("commands/record.txt.j2", engine=engine, board=board,
