@@ -59,6 +59,7 @@ from pbmserv.web import create_app  # noqa: E402
 #: issue 34's goal: the costliest mail, and the costliest page, in CPU seconds
 GOAL = 0.5
 PLAYERS = 20
+RATED = 1000
 LINES = 50
 SHUFFLE = ["Nc3", "Nc7", "Nb1", "Nb9"]
 STRANGER = "stranger@attacker.example"
@@ -129,6 +130,22 @@ def build(db: Database, plies: int) -> World:
         for n in range(100):  # p6's history: 100 finished boards
             board = service.challenge(honey, [users[6], users[7 + n % 10]], [])
             service.resign(board, users[7 + n % 10])
+    with db.transaction(lazy=True) as session:
+        # a server with 1,000 rated players: 2,000 finished rated boards among them
+        rated = [User(key=f"rated{n}", userid=f"rated{n}", password_hash=held,
+                      email=f"rated{n}@bench.example", confirmed_at=utcnow())
+                 for n in range(RATED)]
+        session.add_all(rated)
+        session.flush()
+        service = GameService(session)
+        for n in range(2 * RATED):
+            pair = [rated[n % RATED], rated[(n * 7 + 1) % RATED]]
+            if pair[0] is pair[1]:
+                continue
+            board = service.challenge(honey, pair, [])
+            for user in pair:
+                service.accept(board, user)
+            service.resign(board, pair[n % 2])
     for number, count in ((102, 61), (103, 10)):
         with db.transaction(lazy=True) as session:
             board = load_board(session, ex, number, lock=True)
@@ -223,6 +240,10 @@ def attacks(world: World) -> list[Attack]:
                lambda: mail(lines("amoeba moves 101"))),
         Attack("multiple", f"{LINES} x exnihilo moves 101 (750 legal moves)",
                lambda: mail(lines("exnihilo moves 101"))),
+        Attack("multiple", f"{LINES} x honeydonuts ratings ({RATED:,} rated players)",
+               lambda: mail(lines("honeydonuts ratings"))),
+        Attack("multiple", f"{LINES} x honeydonuts standings ({2 * RATED:,} boards)",
+               lambda: mail(lines("honeydonuts standings"))),
         Attack("multiple", f"{LINES} x honeydonuts history p6 (100 boards)",
                lambda: mail(lines("honeydonuts history p6"))),
         Attack("multiple", f"{LINES} x exnihilo queue 103 p5 <20 pairs> (its player)",

@@ -368,3 +368,35 @@ def test_a_mail_of_every_costly_command_stays_within_its_budget(
     mailer.send("multiple", "\n".join((mix * 8)[:LINES]), sender="stranger@example.net")
     # without a budget: 8 x (6 + 240 + 10 x 40) = 5,168 units of moves alone
     assert counted.count + ex.count * move_cost("exnihilo") <= mailer.settings.work_per_mail
+
+
+def test_a_games_tables_are_read_once_a_mail_and_ratings_a_page_at_a_time(
+        mailer: Mailer, monkeypatch: pytest.MonkeyPatch) -> None:
+    mailer.signup("alice", "bob", "carol")
+    honey = engine("honeydonuts")
+    with mailer.db.transaction() as session:
+        service = GameService(session)
+        users = [find_user(session, userid) for userid in ("alice", "bob", "carol")]
+        for first, second in ((0, 1), (1, 2), (2, 0)):
+            pair = [users[first], users[second]]
+            board = service.challenge(honey, pair, [])  # type: ignore[arg-type]
+            for user in pair:
+                service.accept(board, user)  # type: ignore[arg-type]
+            service.resign(board, users[second])  # type: ignore[arg-type]
+    reads: dict[str, int] = {}
+    for name in ("standings", "rating_list"):
+        original = getattr(pbmserv.commands.results, name)
+
+        def counted(*args: Any, name: str = name, original: Any = original) -> Any:
+            reads[name] = reads.get(name, 0) + 1
+            return original(*args)
+        monkeypatch.setattr(pbmserv.commands.results, name, counted)
+    monkeypatch.setattr(pbmserv.commands.results, "RATINGS_SHOWN", 2)
+    body = flat(mailer.reply("multiple", "\n".join(["honeydonuts standings",
+                                                    "honeydonuts ratings"] * 25),
+                             sender="stranger@example.net"))
+    # fifty lines, each table read once: with 100,000 finished boards a read of the
+    # standings costs some 0.2 s
+    assert reads == {"standings": 1, "rating_list": 1}
+    assert body.count("Honey Donuts standings:") == 25
+    assert body.count("(and 1 more player below these)") == 25  # ratings: 2 of 3 listed

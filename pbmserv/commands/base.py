@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from sqlalchemy.orm import Session
 
@@ -60,6 +60,8 @@ class Context:
     secret_reply: bool = False
     #: the work the mail may still make the server do (pbmserv.service.budget)
     budget: WorkBudget = field(init=False)
+    #: a game's tables this mail has read (standings, ratings): read once a mail
+    looked_up: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.budget = WorkBudget(self.settings.work_per_mail)

@@ -28,6 +28,10 @@ DEFAULT_MOVE_COST = 1
 MOVES_LIST_COST = 80
 #: a player's history: up to 100 finished boards (some 13 ms)
 HISTORY_COST = 130
+#: a game's standings and its rating list, read once a mail: they grow with the
+#: server's finished boards (some 20 ms each with 2,000 of them)
+STANDINGS_COST = 200
+RATINGS_COST = 200
 #: moves of a record written for one unit (text or JSON, with times and comments)
 RECORD_MOVES_PER_UNIT = 2
 #: moves of a board's move list written for one unit ('show' with every move)
