@@ -5,16 +5,19 @@ A database (SQLite, or the PostgreSQL of ``--database-url``, dropped and made
 afresh) is built through the game service: 20 players, an Amoeba board at move
 ``--plies`` (knights going back and forth: Amoeba has no repetition rule), Ex nihilo
 boards on the large board (its moves cost the most of any game: some 3 ms each)
-at move 0, 61 and 10, 100 finished Honey Donuts boards of one player, and 1,000
-accounts that never answered their confirmation mail.
+at move 0, 61 and 10, 100 finished Honey Donuts boards of one player, 1,000 players
+with 2,000 finished rated Honey Donuts boards among them, and 1,000 accounts that
+never answered their confirmation mail (userids of 32 characters).
 
 Then every attack mail is stored as the intake stores it and processed as the worker
 processes it (parse, commands, reply queued, commit); the CPU seconds of that are
-the attack's cost (the worker does all of it in this process).  Each mail is sent
-``--repeat`` times (fresh Message-IDs) and the most it cost is kept.  The web pages
-are requested through Starlette's TestClient (the whole ASGI stack, in this
-process), each ``--repeat`` times, the most kept.  The worst mail and the worst page
-are printed last, against the goal of issue 34: 0.5 s.
+the attack's cost (the worker does all of it in this process; on PostgreSQL the
+database's own work is in its server, not counted).  Each mail is sent once to warm
+up (templates compiled, an engine's tables built), then ``--repeat`` times (fresh
+Message-IDs): the median and the most it cost are printed.  The web pages are
+requested through Starlette's TestClient (the whole ASGI stack, in this process),
+likewise.  The worst mail and the worst page (by median) are printed last, against
+the goal of issue 34: 0.5 s.
 
     .venv/bin/python bench/attacks.py [--plies 5000] [--repeat 3]
     .venv/bin/python bench/attacks.py \\
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -33,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.policy import SMTP
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -217,6 +222,8 @@ def attacks(world: World) -> list[Attack]:
     return [
         Attack("6", f"{LINES} x exnihilo preview 101 <55 moves>",
                lambda: mail(lines(f"exnihilo preview 101 {' '.join(line[:55])}"))),
+        Attack("6", f"{LINES} x exnihilo preview 101 <50 moves> (a mail's most)",
+               lambda: mail(lines(f"exnihilo preview 101 {' '.join(line[:50])}"))),
         Attack("7", f"{LINES} x reset <unknown 32-character userid>, 1,000 unconfirmed",
                lambda: mail(lines("reset " + "q" * 32))),
         Attack("8", f"{LINES} x amoeba show 101#{back} ({plies:,} moves)",
@@ -250,9 +257,17 @@ def attacks(world: World) -> list[Attack]:
                lambda: mail(lines(f"exnihilo queue 103 p5 {pw5} {queue}"),
                             sender="p5@bench.example"),
                envelope="p5@bench.example"),
-        Attack("multiple", f"{LINES} x amoeba move 101 p0 <wrong password> Nc3",
-               lambda: mail(lines("amoeba move 101 p0 not-the-password Nc3"))),
+        Attack("multiple", f"{LINES} x amoeba move 101 pN <wrong password> Nc3",
+               wrong_passwords),
     ]
+
+
+def wrong_passwords() -> bytes:
+    """Wrong passwords for an account not locked yet, from a new address each time:
+    every one is checked (argon2) until the throttle locks the sender's key."""
+    n = next(_ids)
+    return mail(lines(f"amoeba move 101 p{n % PLAYERS} not-the-password Nc3"),
+                sender=f"guesser{n}@attacker.example")
 
 
 def undo_mails(db: Database) -> list[tuple[bytes, str]]:
@@ -283,22 +298,28 @@ def process(db: Database, settings: Settings, raw: bytes, envelope: str) -> tupl
     return took, max(sizes, default=0)
 
 
-def pages(db: Database, settings: Settings, world: World, repeat: int) -> list[tuple[str, float]]:
+def costs(measure: Callable[[], float], repeat: int) -> tuple[float, float]:
+    """The median and the most of ``repeat`` measures, after one to warm up."""
+    measure()
+    taken = [measure() for _ in range(repeat)]
+    return statistics.median(taken), max(taken)
+
+
+def pages(db: Database, settings: Settings, world: World,
+          repeat: int) -> list[tuple[str, float, float]]:
     client = TestClient(create_app(db, settings))
     back = world.plies - 2
     asked = [f"/boards/amoeba/101?ply={back}", "/boards/amoeba/101",
              "/boards/exnihilo/102?ply=59", "/players/" + "q" * 32, "/players/p6"]
-    out = []
-    for path in asked:
-        client.get(path)  # templates compiled, caches warm: the steady cost
-        worst = 0.0
-        for _ in range(repeat):
-            started = time.process_time()
-            response = client.get(path)
-            worst = max(worst, time.process_time() - started)
-            assert response.status_code in (200, 404), (path, response.status_code)
-        out.append((path, worst))
-    return out
+
+    def request(path: str) -> float:
+        started = time.process_time()
+        response = client.get(path)
+        took = time.process_time() - started
+        assert response.status_code in (200, 404), (path, response.status_code)
+        return took
+
+    return [(path, *costs(partial(request, path), repeat)) for path in asked]
 
 
 def main() -> None:
@@ -324,30 +345,34 @@ def main() -> None:
     process(db, settings, mail(f"exnihilo queue 103 p5 {password(5)}",
                                sender="p5@bench.example"), "p5@bench.example")
 
-    print(f"\n{'item':<9}{'attack (one mail)':<62}{'CPU s':>7}{'reply KB':>9}")
+    print(f"\n{'item':<9}{'attack (one mail)':<62}{'CPU s':>7}{'most':>7}{'reply KB':>9}")
     worst_mail = ("", 0.0)
     for attack in attacks(world):
-        cost, size = 0.0, 0
-        for _ in range(args.repeat):
+        size = 0
+
+        def send(attack: Attack = attack) -> float:
+            nonlocal size
             took, size = process(db, settings, attack.make(), attack.envelope)
-            cost = max(cost, took)
-        print(f"{attack.item:<9}{attack.what:<62}{cost:>7.3f}{size / 1024:>9.1f}")
-        if cost > worst_mail[1]:
-            worst_mail = (attack.what, cost)
+            return took
+
+        median, most = costs(send, args.repeat)
+        print(f"{attack.item:<9}{attack.what:<62}{median:>7.3f}{most:>7.3f}{size / 1024:>9.1f}")
+        if median > worst_mail[1]:
+            worst_mail = (attack.what, median)
     (ask, asker), (answer, answerer) = undo_mails(db)
     process(db, settings, ask, asker)
     took, size = process(db, settings, answer, answerer)
     what = f"undo accepted on the Amoeba board at move {args.plies:,}"
-    print(f"{'undo':<9}{what:<62}{took:>7.3f}{size / 1024:>9.1f}")
+    print(f"{'undo':<9}{what:<62}{took:>7.3f}{took:>7.3f}{size / 1024:>9.1f}")
     if took > worst_mail[1]:
         worst_mail = (what, took)
 
-    print(f"\n{'web page (one request)':<71}{'CPU s':>7}")
+    print(f"\n{'web page (one request)':<71}{'CPU s':>7}{'most':>7}")
     worst_page = ("", 0.0)
-    for path, cost in pages(db, settings, world, args.repeat):
-        print(f"{path:<71}{cost:>7.3f}")
-        if cost > worst_page[1]:
-            worst_page = (path, cost)
+    for path, median, most in pages(db, settings, world, args.repeat):
+        print(f"{path:<71}{median:>7.3f}{most:>7.3f}")
+        if median > worst_page[1]:
+            worst_page = (path, median)
     print(f"\nworst mail: {worst_mail[1]:.3f} s ({worst_mail[0]}); goal {GOAL} s: "
           f"{'met' if worst_mail[1] <= GOAL else 'NOT met'}")
     print(f"worst page: {worst_page[1]:.3f} s ({worst_page[0]}); goal {GOAL} s: "

@@ -154,7 +154,7 @@ class Settings:
     mails_per_address_hour: int = 60
     replies_per_sender_hour: int = 30
     #: the work one mail may make the server do, in units (pbmserv.service.budget)
-    work_per_mail: int = 2500
+    work_per_mail: int = 2000
     #: the settings file these settings were read from, if any
     source: Path | None = None
     #: where each key's value came from, when not the default: (key, FILE or ENVIRONMENT

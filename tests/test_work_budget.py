@@ -194,7 +194,7 @@ def test_previews_past_the_work_budget_are_refused_unplayed(
     body = flat(reply.body)
     assert body.count("Preview of Ex nihilo Board 101 after") == fit
     assert ("ERROR: a preview of 10 Ex nihilo moves would take 400 units of work, and the "
-            "commands before it in this mail have used 2,400 of the 2,500 one mail may "
+            "commands before it in this mail have used 2,000 of the 2,000 one mail may "
             "make the server do") in body
     assert f"(and {LINES - fit - 1} more lines of this mail refused" in body
 
