@@ -26,8 +26,9 @@ MOVE_COSTS = {"exnihilo": 40}
 DEFAULT_MOVE_COST = 1
 #: listing a board's legal moves (Amoeba's 1,098 opening moves: some 7 ms)
 MOVES_LIST_COST = 80
-#: a player's history: up to 100 finished boards (some 13 ms)
-HISTORY_COST = 130
+#: a player's history: up to 100 finished boards (some 13 ms; 22 ms of the worker's
+#: with PostgreSQL)
+HISTORY_COST = 200
 #: a game's standings and its rating list, read once a mail: they grow with the
 #: server's finished boards (some 20 ms each with 2,000 of them)
 STANDINGS_COST = 200
