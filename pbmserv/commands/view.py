@@ -102,11 +102,12 @@ class Preview(Command):
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         engine = inv.engine
-        board = load_board(ctx.session, engine, board_number(inv.args[0]))
+        number = board_number(inv.args[0])
         asked = len(inv.args) - 1
         most = moves_within(engine.name, ctx.budget.limit)
         ctx.budget.moves(engine.name, asked, f"a preview of {asked:,} {engine.title} moves",
                          less=f"A mail may preview {most:,} {engine.title} moves at most.")
+        board = load_board(ctx.session, engine, number)
         pos = position_of(engine, board)
         played: list[str] = []
         for text in inv.args[1:]:
