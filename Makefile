@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bot_answer.py --bot bot1
 	$(BIN)/python bench/bot_answer.py --bot bot3 --game amoeba --moves 5
 	$(BIN)/python bench/flat_cost.py
+	$(BIN)/python bench/attacks.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

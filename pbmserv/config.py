@@ -579,6 +579,10 @@ class Settings:
         (), _authserv_ids, "the authserv-id(s) of your own mail server's "
         "Authentication-Results (OpenDMARC's AuthservID); empty: none is read",
         formerly="trusted_authserv_id")
+    #: pbmserv.service.budget
+    work_per_mail: int = setting(
+        2000, _limit, "the work one mail may make the server do, in units (one: about one "
+        "Amoeba move checked); what does not fit is refused")
 
     # -- not settings: what the relay URL says besides where, and where values came from
     #: how outgoing mail reaches the relay: "smtp", "submission" (STARTTLS) or "smtps"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from sqlalchemy.orm import Session
 
@@ -20,6 +20,7 @@ from pbmserv.games import ENGINES, AnyEngine, get_engine
 from pbmserv.mail.addresses import address_key
 from pbmserv.mail.quotes import mask_addresses
 from pbmserv.service.accounts import authenticate
+from pbmserv.service.budget import WorkBudget
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.events import Event
 from pbmserv.service.games import GameService
@@ -81,6 +82,13 @@ class Context:
         in order, and the mail is that account's."""
         self.logins += 1
         self.proved.add(address_key(user.email))
+    #: the work the mail may still make the server do (pbmserv.service.budget)
+    budget: WorkBudget = field(init=False)
+    #: a game's tables this mail has read (standings, ratings): read once a mail
+    looked_up: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.budget = WorkBudget(self.settings.work_per_mail)
 
     @property
     def comment(self) -> str:

@@ -302,6 +302,8 @@ class Queue(Command):
         if [w.lower() for w in words] == ["clear"]:
             service.set_queue(board, user, [])
         elif words:
+            ctx.budget.moves(engine.name, len(words),
+                             f"checking a queue of {len(words):,} {engine.title} moves")
             service.set_queue(board, user, words)
         pairs = [(q.opponent_move, q.reply) for q in service.queue_of(board, seat)]
         return Result(render("commands/queue.txt.j2", engine=engine, board=board, user=user,

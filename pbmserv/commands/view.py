@@ -9,10 +9,11 @@ from pbmserv.commands.base import Command, Context, Invocation, Result, command
 from pbmserv.db.models import Board, BoardPlayer
 from pbmserv.db.status import BoardStatus
 from pbmserv.games.base import RuleError
-from pbmserv.notifications.views import board_summary, diagram, status_line
+from pbmserv.notifications.views import LISTED_ROUNDS, board_summary, diagram, status_line
 from pbmserv.render import render
 from pbmserv.service.accounts import existing_user
 from pbmserv.service.boards import load_board, position_at, position_of
+from pbmserv.service.budget import LISTED_MOVES_PER_UNIT, MOVES_LIST_COST, moves_within
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import move_hint
 from pbmserv.service.pages import PAGE_SIZE
@@ -66,12 +67,14 @@ class Show(Command):
         number, at = parse_board_ref(ref)
         board = load_board(ctx.session, engine, number)
         if at is None:
+            listed = min(board.ply, LISTED_ROUNDS * len(engine.seats))
+            ctx.budget.charge(1 + listed // LISTED_MOVES_PER_UNIT,
+                              f"listing the {listed:,} moves of board {board.number}")
             text = board_summary(ctx.session, engine, board, full=True)
         else:
-            text = render(
-                "commands/show_at.txt.j2", engine=engine, board=board, ply=at,
-                diagram=diagram(engine, position_at(ctx.session, engine, board, at)),
-            )
+            position = position_at(ctx.session, engine, board, at, ctx.budget)
+            text = render("commands/show_at.txt.j2", engine=engine, board=board, ply=at,
+                          diagram=diagram(engine, position))
         return Result(text, subject=f"{engine.title} Board {board.number}", board=board)
 
 
@@ -99,7 +102,12 @@ class Preview(Command):
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         engine = inv.engine
-        board = load_board(ctx.session, engine, board_number(inv.args[0]))
+        number = board_number(inv.args[0])
+        asked = len(inv.args) - 1
+        most = moves_within(engine.name, ctx.budget.limit)
+        ctx.budget.moves(engine.name, asked, f"a preview of {asked:,} {engine.title} moves",
+                         less=f"A mail may preview {most:,} {engine.title} moves at most.")
+        board = load_board(ctx.session, engine, number)
         pos = position_of(engine, board)
         played: list[str] = []
         for text in inv.args[1:]:
@@ -131,6 +139,8 @@ class Moves(Command):
     def run(self, ctx: Context, inv: Invocation) -> Result:
         engine = inv.engine
         board = load_board(ctx.session, engine, board_number(inv.args[0]))
+        if not board.finished:
+            ctx.budget.charge(MOVES_LIST_COST, f"listing the legal moves of board {board.number}")
         pos = position_of(engine, board)
         moves = [] if board.finished else [engine.format_move(pos, m)
                                             for m in engine.legal_moves(pos)]

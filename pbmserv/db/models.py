@@ -175,6 +175,11 @@ class Move(Base):
     seconds_used: Mapped[int] = mapped_column(default=0)
     #: played from the player's queue of conditional moves
     automatic: Mapped[bool] = mapped_column(default=False)
+    #: the engine's serialised position after this move, in format position_version,
+    #: kept with every CHECKPOINT_EVERY-th move (pbmserv.service.boards): a look back
+    #: replays from the nearest one at most that many moves
+    position: Mapped[str | None] = mapped_column(Text, default=None)
+    position_version: Mapped[int | None] = mapped_column(default=None)
 
     board: Mapped[Board] = relationship(back_populates="moves")
 

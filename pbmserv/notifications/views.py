@@ -24,12 +24,20 @@ from pbmserv.service.ratings import change_lines
 
 #: rounds of moves a board mail shows (the latest)
 SHOWN_ROUNDS = 20
+#: rounds of moves 'show' lists at most (the latest): more than a reply holds
+LISTED_ROUNDS = 2000
+#: rounds of moves a board's web page lists, around the move it shows
+PAGE_ROUNDS = 100
 #: where rendered summaries are kept for the session's lifetime
 SUMMARY_CACHE = "pbmserv.summaries"
 SUMMARY_CONTEXTS = "pbmserv.summary_contexts"
 _MOVES = Prepared(select(Move.ply, Move.notation, Move.created_at)
-                  .where(Move.board_id == bindparam("board"), Move.ply >= bindparam("first"))
+                  .where(Move.board_id == bindparam("board"), Move.ply >= bindparam("first"),
+                         Move.ply <= bindparam("last"))
                   .order_by(Move.ply))
+#: the time of the last move
+_LAST = Prepared(select(Move.created_at).where(Move.board_id == bindparam("board"),
+                                                Move.ply == bindparam("ply")))
 
 
 def status_line(engine: AnyEngine, board: Board) -> str:
@@ -68,19 +76,41 @@ def diagram(engine: AnyEngine, position: Any) -> str:
     return render(engine.board_template(), view=engine.view(position))
 
 
+def listed(board: Board, seats: int, rounds: int, around: int | None = None) -> tuple[int, int]:
+    """The first and last move of a list of ``rounds`` whole rounds: the latest, or
+    those around move ``around`` (the list starts and ends at its rounds' ends)."""
+    if board.ply == 0:
+        return 1, 0
+    last_round = (board.ply - 1) // seats
+    middle = last_round if around is None else (max(around, 1) - 1) // seats
+    first_round = max(0, middle - rounds // 2) if around is not None else last_round
+    end_round = min(last_round, first_round + rounds - 1)
+    first_round = max(0, end_round - rounds + 1)
+    return first_round * seats + 1, min(board.ply, (end_round + 1) * seats)
+
+
 def summary_context(session: Session, engine: AnyEngine, board: Board,
-                    watchers: tuple[str, ...], *, full: bool = False) -> dict[str, Any]:
+                    watchers: tuple[str, ...], *, full: bool = False,
+                    around: int | None = None) -> dict[str, Any]:
     """What a summary shows, for summary.txt.j2 and summary.html.j2 alike (each adds
-    its own ``diagram``): the latest ``SHOWN_ROUNDS`` rounds of moves, or every move
-    with ``full``."""
+    its own ``diagram``): the latest ``SHOWN_ROUNDS`` rounds of moves, or with
+    ``full`` the latest ``LISTED_ROUNDS`` (every move of all but the longest games),
+    or ``PAGE_ROUNDS`` around move ``around`` (a web page)."""
     seats = len(engine.seats)
-    first = 1 if full else max(1, ((board.ply - 1) // seats - SHOWN_ROUNDS + 1) * seats + 1)
-    moves = _MOVES.rows(session.connection(), {"board": board.id, "first": first})
+    rounds = PAGE_ROUNDS if around is not None else LISTED_ROUNDS if full else SHOWN_ROUNDS
+    first, last = listed(board, seats, rounds, around)
+    connection = session.connection()
+    moves = _MOVES.rows(connection, {"board": board.id, "first": first, "last": last})
     rows: list[tuple[int, list[str]]] = []
     for ply, notation, _ in moves:
         if (ply - 1) % seats == 0 or not rows:
             rows.append(((ply - 1) // seats + 1, []))
         rows[-1][1].append(notation)
+    if last == board.ply:
+        last_move_at = moves[-1][2] if moves else None
+    else:
+        found = _LAST.rows(connection, {"board": board.id, "ply": board.ply})
+        last_move_at = found[0][0] if found else None
     return {
         "title": engine.title,
         "game": engine.name,
@@ -94,9 +124,13 @@ def summary_context(session: Session, engine: AnyEngine, board: Board,
         "to_move": None if board.finished else player_of(board, board.to_move).userid,
         "bot_to_move": not board.finished and player_of(board, board.to_move).bot is not None,
         "rows": rows,
+        # moves left out of the list: before it, and after it (a web page's window)
         "hidden": first - 1,
+        "later": board.ply - last,
+        "full": full,
+        "listed_most": LISTED_ROUNDS * seats,
         # the time of the last move itself (an undo or an offer changes the board later)
-        "last_move_at": moves[-1][2] if moves else None,
+        "last_move_at": last_move_at,
         "ratings": change_lines(session, board) if board.finished else [],
     }
 

@@ -46,7 +46,13 @@ from pbmserv.mail.quotes import mask_addresses
 from pbmserv.records import GameRecord, RatingChange, RecordError, RecordMove, replay
 from pbmserv.records.model import engine_of as record_engine
 from pbmserv.service.accounts import DISABLED_PASSWORD, IMPORTED_DOMAIN, USERID_RE, find_user
-from pbmserv.service.boards import engine_of, moves_of, next_board_number, position_of
+from pbmserv.service.boards import (
+    checkpoint,
+    engine_of,
+    moves_of,
+    next_board_number,
+    position_of,
+)
 from pbmserv.service.ratings import board_ratings, restore_board
 
 #: the longest tag values the tables keep
@@ -259,9 +265,12 @@ def _import(session: Session, record: GameRecord, now: datetime, report: ImportR
         position, notation = engine.play(position, move.notation)
         seconds = max(0, int((move.played_at - last).total_seconds()))
         used[seat] += seconds
+        kept = checkpoint(ply)
         moves.append(Move(ply=ply, seat=seat, notation=notation, comment=move.comment,
                           created_at=move.played_at, turn_started_at=last, nags_before=0,
-                          seconds_used=seconds, automatic=False))
+                          seconds_used=seconds, automatic=False,
+                          position=engine.serialize(position) if kept else None,
+                          position_version=engine.position_version if kept else None))
         last = move.played_at
     ended = record.ended or last
     board = Board(

@@ -1,7 +1,9 @@
 """Boards in the database: finding them, their players, their positions.
 
-The engine's serialised position is stored with every board (and with every move),
-so a move loads one position, applies one move and stores the result: no replay.
+The engine's serialised position is stored with every board, so a move loads one
+position, applies one move and stores the result: no replay.  Every
+CHECKPOINT_EVERY-th move keeps the position after it too, so a look back replays a
+few moves, whatever the game's length.
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ from pbmserv.db.loading import Entity
 from pbmserv.db.models import Board, BoardEvent, BoardPlayer, Move, Subscription, User
 from pbmserv.db.prepared import Prepared
 from pbmserv.games import AnyEngine, get_engine
+from pbmserv.service.budget import WorkBudget
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.events import RequestMade
 
 FIRST_BOARD_NUMBER = 101
+#: every move whose number is a multiple of this keeps the position after it (a
+#: migration gave the boards played before theirs: migrations/versions/0016)
+CHECKPOINT_EVERY = 8
 
 
 def engine_of(board: Board) -> AnyEngine:
@@ -134,9 +140,14 @@ def next_board_number(session: Session, game: str) -> int:
     return (highest or FIRST_BOARD_NUMBER - 1) + 1
 
 
-def moves_of(session: Session, board: Board) -> list[Move]:
-    """Every move of the board, in order (for records; board mails read the latest)."""
-    return list(session.scalars(select(Move).where(Move.board_id == board.id).order_by(Move.ply)))
+def moves_of(session: Session, board: Board, first: int = 1,
+             last: int | None = None) -> list[Move]:
+    """Every move of the board, in order (for records; board mails read the latest),
+    or those from move ``first`` to ``last``."""
+    query = select(Move).where(Move.board_id == board.id, Move.ply >= first)
+    if last is not None:
+        query = query.where(Move.ply <= last)
+    return list(session.scalars(query.order_by(Move.ply)))
 
 
 def last_move(session: Session, board: Board) -> Move | None:
@@ -151,23 +162,51 @@ def start_position(engine: AnyEngine, board: Board) -> Any:
     return engine.new(board.option_flags)
 
 
-def position_at(session: Session, engine: AnyEngine, board: Board, ply: int) -> Any:
-    """The position after the first ``ply`` moves (for looking back, and for undo)."""
+def checkpoint(ply: int) -> bool:
+    """Whether the move of number ``ply`` keeps the position after it."""
+    return ply % CHECKPOINT_EVERY == 0
+
+
+# the nearest position kept at or before a move, and the moves after it up to that one
+_KEPT = Prepared(select(Move.ply, Move.position, Move.position_version)
+                 .where(Move.board_id == bindparam("board"), Move.ply <= bindparam("ply"),
+                        Move.position.is_not(None))
+                 .order_by(Move.ply.desc()).limit(1))
+_NOTATIONS = Prepared(select(Move.notation)
+                      .where(Move.board_id == bindparam("board"), Move.ply > bindparam("after"),
+                             Move.ply <= bindparam("ply"))
+                      .order_by(Move.ply))
+
+
+def position_at(session: Session, engine: AnyEngine, board: Board, ply: int,
+                budget: WorkBudget | None = None) -> Any:
+    """The position after the first ``ply`` moves (for looking back, and for undo):
+    replayed from the nearest position kept at or before it: at most
+    CHECKPOINT_EVERY - 1 moves (a short board played before positions were kept, too
+    short for their migration to replay, starts from the start).  The replay is
+    charged to ``budget`` first, if one is given."""
     if not 0 <= ply <= board.ply:
         raise PlayerError(f"board {board.number} has moves 1 to {board.ply}; there is no #{ply}")
-    if ply == 0:
-        return start_position(engine, board)
     if ply == board.ply:
         return position_of(engine, board)
     if ply == board.ply - 1 and board.previous_position is not None:
         return engine.load(board.previous_position, board.previous_version or 1)
-    # further back: replay up to it; each stored move was played on a game not over, so
-    # the engine's game-over test before each (as costly as the move) is skipped
-    notations = session.scalars(select(Move.notation).where(Move.board_id == board.id,
-                                                            Move.ply <= ply)
-                                .order_by(Move.ply))
-    position = start_position(engine, board)
-    for notation in notations:
+    connection = session.connection()
+    kept = _KEPT.rows(connection, {"board": board.id, "ply": ply}) if ply else []
+    if kept:
+        after, text, version = kept[0]
+        position = engine.load(text, version or 1)
+    else:
+        after, position = 0, start_position(engine, board)
+    if ply == after:
+        return position
+    if budget is not None:
+        budget.moves(engine.name, ply - after,
+                     f"looking back at move {ply} of board {board.number}")
+    # each stored move was played on a game not over, so the engine's game-over test
+    # before each (as costly as the move) is skipped
+    for (notation,) in _NOTATIONS.rows(connection, {"board": board.id, "after": after,
+                                                    "ply": ply}):
         position, _ = engine.play(position, notation, live=True)
     return position
 

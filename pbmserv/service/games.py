@@ -48,6 +48,7 @@ from pbmserv.games.base import Outcome, RuleError, Termination
 from pbmserv.service import clock
 from pbmserv.service.boards import (
     acting_seat,
+    checkpoint,
     engine_of,
     forget_subscribers,
     last_move,
@@ -84,7 +85,8 @@ _QUEUE = (select(QueuedMove)
           .where(QueuedMove.board_id == bindparam("board"), QueuedMove.seat == bindparam("seat"))
           .order_by(QueuedMove.position))
 _MOVE_COLUMNS = ("board_id", "ply", "seat", "notation", "comment", "created_at",
-                 "turn_started_at", "nags_before", "seconds_used", "automatic")
+                 "turn_started_at", "nags_before", "seconds_used", "automatic", "position",
+                 "position_version")
 _INSERT_MOVE = Prepared(insert(Move).values({name: bindparam(name) for name in _MOVE_COLUMNS}))
 
 
@@ -316,15 +318,19 @@ class GameService:
                comment: str | None, *, automatic: bool) -> None:
         seat = board.to_move
         used = clock.idle(self.session, board, self.now)
+        serialized = engine.serialize(position)
+        kept = checkpoint(board.ply + 1)
         _INSERT_MOVE.run(self.session.connection(), {
             "board_id": board.id, "ply": board.ply + 1, "seat": seat, "notation": notation,
             "comment": comment, "created_at": self.now,
             "turn_started_at": board.turn_started_at, "nags_before": board.nags_sent,
-            "seconds_used": int(used.total_seconds()), "automatic": automatic})
+            "seconds_used": int(used.total_seconds()), "automatic": automatic,
+            "position": serialized if kept else None,
+            "position_version": engine.position_version if kept else None})
         changes: dict[str, Any] = {
             "ply": board.ply + 1, "previous_position": board.position,
             "previous_version": board.position_version,
-            "position": engine.serialize(position),
+            "position": serialized,
             "position_version": engine.position_version,
             "to_move": engine.to_move(position), "updated_at": self.now,
             "turn_started_at": self.now, "nags_sent": 0,

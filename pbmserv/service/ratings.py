@@ -179,8 +179,9 @@ def change_lines(session: Session, board: Board) -> list[str]:
             for r in board_ratings(session, board)]
 
 
-def rating_list(session: Session, game: str) -> list[Ranked]:
-    """Everyone with a rated game of ``game`` (open accounts), best first."""
+def rating_list(session: Session, game: str, limit: int | None = None) -> list[Ranked]:
+    """Everyone with a rated game of ``game`` (open accounts), best first (the first
+    ``limit``, if given)."""
     games = (select(BoardRating.user_id, func.count().label("games"))
              .where(BoardRating.game == game).group_by(BoardRating.user_id).subquery())
     rows = session.execute(
@@ -188,9 +189,19 @@ def rating_list(session: Session, game: str) -> list[Ranked]:
         .join(User, User.id == PlayerRating.user_id)
         .join(games, games.c.user_id == PlayerRating.user_id)
         .where(PlayerRating.game == game, User.closed_at.is_(None))
-        .order_by(PlayerRating.rating.desc(), User.key)
+        .order_by(PlayerRating.rating.desc(), User.key).limit(limit)
     ).tuples().all()
     return [Ranked(userid, value(row), count, row.rated_at) for row, userid, count in rows]
+
+
+def count_rated(session: Session, game: str) -> int:
+    """How many open accounts ``rating_list`` lists for ``game``."""
+    rated = select(BoardRating.user_id).where(BoardRating.game == game)
+    return session.scalar(
+        select(func.count()).select_from(PlayerRating)
+        .join(User, User.id == PlayerRating.user_id)
+        .where(PlayerRating.game == game, User.closed_at.is_(None),
+               PlayerRating.user_id.in_(rated))) or 0
 
 
 def rating_of(session: Session, user: User, game: str) -> Ranked | None:

@@ -114,14 +114,16 @@ class Pages:
             if ply > board.ply:
                 raise HTTPException(404, f"board {board.number} has moves 1 to {board.ply}; "
                                     f"there is no move {ply}")
-            moves = moves_of(session, board)
             watchers = tuple(u.userid for u in subscribers(session, board))
+            # the moves around the one shown, however long the game
+            context = summary_context(session, engine, board, watchers, around=ply)
+            moves = {move.ply: move for move in moves_of(
+                session, board, context["hidden"] + 1, board.ply - context["later"])}
             return self._page(
                 "board.html.j2", engine=engine, ply=ply, moves=moves,
-                shown=moves[ply - 1] if ply else None,
+                shown=moves.get(ply),
                 diagram=board_diagram_html(session, engine, board, ply),
-                tournament=queries.tournament_of(session, board),
-                **summary_context(session, engine, board, watchers, full=True))
+                tournament=queries.tournament_of(session, board), **context)
 
     def _board(self, session: Session, engine: AnyEngine, number: int) -> Board:
         try:
