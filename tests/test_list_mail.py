@@ -9,10 +9,12 @@ reason."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
+from pbmserv.config import Settings
 from pbmserv.db.models import Board, InboundMessage, Move, OutboxMessage, User
 from pbmserv.db.session import Database
 from pbmserv.mail.parse import parse_message
@@ -169,3 +171,27 @@ def test_a_stale_reply_address_through_a_list_is_not_answered(mailer: Mailer,
     assert plies(db) == 1
     assert mailer.send("Re: Board 101", "a1-a2\n", To=to, **LISTED) == []
     assert plies(db) == 1
+
+
+def lines_through_a_list(db: Database, settings: Settings) -> None:
+    """The mixed list mail above, on any database: the move played, the signup and the
+    help undone in their savepoints, one reply to the account."""
+    mailer = Mailer(db, settings)
+    start(mailer)
+    out = mailer.send("multiple", "signup carol pw-carol-long\nhelp\n"
+                      "honeydonuts move 101 alice pw-alice a1-a2\n", **LISTED)
+    assert plies(db) == 1
+    assert [m.to_addr for m in out] == ["alice@example.org", "bob@example.org"]
+    with db.transaction() as s:
+        assert s.scalar(select(User).where(User.userid == "carol")) is None
+    assert mailer.send("honeydonuts move 101 bob wrong-password b1-b2", **LISTED) == []
+    assert plies(db) == 1
+
+
+@pytest.mark.postgres
+def test_lines_through_a_list_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    db = Database(pg_url)
+    try:
+        lines_through_a_list(db, Settings(database_url=pg_url, maildir=tmp_path / "mail"))
+    finally:
+        db.dispose()

@@ -228,3 +228,12 @@ def test_the_quota_counts_what_is_stored(db: Database) -> None:
     with db.reading() as s:
         sizes = list(s.scalars(select(InboundMessage.size)))
     assert len(sizes) == 4 and 9_000 < sum(sizes) <= 12_000
+
+
+@pytest.mark.postgres
+def test_the_quota_counts_what_is_stored_on_postgres(pg_url: str) -> None:
+    db = Database(pg_url)
+    try:
+        test_the_quota_counts_what_is_stored(db)
+    finally:
+        db.dispose()

@@ -24,6 +24,32 @@ FROM = "pbmserv <pbmserv@localhost>"
 #: the first words of the board mail, as Lotus Notes puts them in its title line
 FIRST = "Summary of Honey Donuts Board 101 Red: alice"
 
+#: Outlook's header block in the languages it speaks: the names of From, Sent, To and
+#: Subject, and a date as it writes it there
+OUTLOOK: dict[str, tuple[tuple[str, str, str, str], str]] = {
+    "greek": (("Από:", "Στάλθηκε:", "Προς:", "Θέμα:"), "Κυριακή, 22 Νοεμβρίου 2026 6:02 μμ"),
+    "romanian": (("De la:", "Trimis:", "Către:", "Subiect:"), "duminică, 22 noiembrie 2026"),
+    "croatian": (("Šalje:", "Poslano:", "Prima:", "Predmet:"), "nedjelja, 22. studenoga 2026."),
+    "slovenian": (("Od:", "Poslano:", "Za:", "Zadeva:"), "nedelja, 22. november 2026 18:02"),
+    "slovak": (("Od:", "Odoslané:", "Komu:", "Predmet:"), "nedeľa 22. novembra 2026 18:02"),
+    "bulgarian": (("От:", "Изпратено:", "До:", "Относно:"), "неделя, 22 ноември 2026 18:02"),
+    "serbian": (("Шаље:", "Послато:", "Прима:", "Тема:"), "недеља, 22. новембар 2026. 18:02"),
+    "estonian": (("Saatja:", "Saadetud:", "Adressaat:", "Teema:"), "22. november 2026 18:02"),
+    "latvian": (("No:", "Nosūtīts:", "Kam:", "Tēma:"), "2026. gada 22. novembris 18:02"),
+    "lithuanian": (("Nuo:", "Išsiųsta:", "Kam:", "Tema:"), "2026 m. lapkričio 22 d. 18:02"),
+    "portuguese": (("De:", "Enviada:", "Para:", "Assunto:"), "domingo, 22 de novembro de 2026"),
+    "catalan": (("De:", "Enviat el:", "Per a:", "Assumpte:"), "diumenge, 22 de novembre de 2026"),
+    "indonesian": (("Dari:", "Dikirim:", "Kepada:", "Perihal:"), "Minggu, 22 November 2026 18.02"),
+    "vietnamese": (("Từ:", "Đã gửi:", "Đến:", "Chủ đề:"), "Chủ Nhật, 22 tháng 11, 2026 18:02"),
+    "hebrew": (("מאת:", "נשלח:", "אל:", "נושא:"), "יום ראשון 22 נובמבר 2026 18:02"),
+    "arabic": (("من:", "تاريخ الإرسال:", "إلى:", "الموضوع:"), "الأحد، 22 نوفمبر، 2026 06:02 م"),
+    "japanese": (("差出人:", "送信日時:", "宛先:", "件名:"), "2026年11月22日 18:02"),
+    "korean": (("보낸 사람:", "보낸 날짜:", "받는 사람:", "제목:"), "2026년 11월 22일 오후 6:02"),
+    "turkish": (("Kimden:", "Gönderildi:", "Kime:", "Konu:"), "22 Kasım 2026 Pazar 18:02"),  # noqa: RUF001
+    "finnish": (("Lähettäjä:", "Lähetetty:", "Vastaanottaja:", "Aihe:"), "22.11.2026 18.02"),
+    "ukrainian": (("Від:", "Надіслано:", "Кому:", "Тема:"), "22 листопада 2026 18:02"),
+}
+
 
 def header_block(*lines: str) -> str:
     return "\n".join(lines)
@@ -53,8 +79,8 @@ PLAIN = {
                                                    f"Subject: {TITLE}") + f"\n\n{BOARD}",
     "notes title line alone": f"pbmserv ---2026/11/22 18:02:06---{FIRST}\n\n{BOARD}",
     # Lotus Notes, "reply with internet-style history": its own dashed line
-    "notes dashed": f'-----"pbmserv" <pbmserv@localhost> wrote: -----\n\n'
-                    + header_block("To: alice@example.org", f'From: "pbmserv" '
+    "notes dashed": '-----"pbmserv" <pbmserv@localhost> wrote: -----\n\n'
+                    + header_block("To: alice@example.org", 'From: "pbmserv" '
                                    "<pbmserv@localhost>", "Date: 11/22/2026 06:02PM",
                                    f"Subject: {TITLE}") + f"\n\n{BOARD}",
     "notes dashed, german": "-----pbmserv <pbmserv@localhost> schrieb: -----\n\n"
@@ -62,7 +88,7 @@ PLAIN = {
                                            "Von: pbmserv <pbmserv@localhost>",
                                            "Datum: 22.11.2026 18:02", f"Betreff: {TITLE}")
                             + f"\n\n{BOARD}",
-    "notes wrote on": f'"pbmserv" <pbmserv@localhost> wrote on 22.11.2026 18:02:06:\n\n'
+    "notes wrote on": '"pbmserv" <pbmserv@localhost> wrote on 22.11.2026 18:02:06:\n\n'
                       + "> " + "\n> ".join(("From: pbmserv", "To: alice@example.org",
                                             f"Subject: {TITLE}", "")) + "\n" + QUOTED,
     # Lotus Notes 6 and 7: the header table laid out in columns, labels on the right
@@ -79,60 +105,9 @@ PLAIN = {
     "notes forwarded by": "----- Forwarded by Alice Example/Sales/ACME on 22.11.2026 18:05 "
                           f"-----\n\n{FROM[:7]} ---22.11.2026 18:02:06---{FIRST}\n\n{BOARD}",
     # Outlook and Exchange/OWA header blocks, in the languages Outlook speaks
-    "outlook greek": header_block(f"Από: {FROM}", "Στάλθηκε: Κυριακή, 22 Νοεμβρίου 2026 6:02 μμ",
-                                  "Προς: alice@example.org", f"Θέμα: {TITLE}") + f"\n\n{BOARD}",
-    "outlook romanian": header_block(f"De la: {FROM}", "Trimis: duminică, 22 noiembrie 2026 18:02",
-                                     "Către: alice@example.org", f"Subiect: {TITLE}")
-                        + f"\n\n{BOARD}",
-    "outlook croatian": header_block(f"Šalje: {FROM}", "Poslano: nedjelja, 22. studenoga 2026. 18:02",
-                                     "Prima: alice@example.org", f"Predmet: {TITLE}")
-                        + f"\n\n{BOARD}",
-    "outlook slovenian": header_block(f"Od: {FROM}", "Poslano: nedelja, 22. november 2026 18:02",
-                                      "Za: alice@example.org", f"Zadeva: {TITLE}")
-                         + f"\n\n{BOARD}",
-    "outlook slovak": header_block(f"Od: {FROM}", "Odoslané: nedeľa 22. novembra 2026 18:02",
-                                   "Komu: alice@example.org", f"Predmet: {TITLE}")
-                      + f"\n\n{BOARD}",
-    "outlook bulgarian": header_block(f"От: {FROM}", "Изпратено: неделя, 22 ноември 2026 г. 18:02",
-                                      "До: alice@example.org", f"Относно: {TITLE}")
-                         + f"\n\n{BOARD}",
-    "outlook serbian": header_block(f"Шаље: {FROM}", "Послато: недеља, 22. новембар 2026. 18:02",
-                                    "Прима: alice@example.org", f"Тема: {TITLE}")
-                       + f"\n\n{BOARD}",
-    "outlook estonian": header_block(f"Saatja: {FROM}", "Saadetud: pühapäev, 22. november 2026 18:02",
-                                     "Adressaat: alice@example.org", f"Teema: {TITLE}")
-                        + f"\n\n{BOARD}",
-    "outlook latvian": header_block(f"No: {FROM}", "Nosūtīts: svētdiena, 2026. gada 22. novembris 18:02",
-                                    "Kam: alice@example.org", f"Tēma: {TITLE}") + f"\n\n{BOARD}",
-    "outlook lithuanian": header_block(f"Nuo: {FROM}", "Išsiųsta: 2026 m. lapkričio 22 d. 18:02",
-                                       "Kam: alice@example.org", f"Tema: {TITLE}") + f"\n\n{BOARD}",
-    "outlook portuguese": header_block(f"De: {FROM}", "Enviada: domingo, 22 de novembro de 2026 18:02",
-                                       "Para: alice@example.org", f"Assunto: {TITLE}")
-                          + f"\n\n{BOARD}",
-    "outlook catalan": header_block(f"De: {FROM}", "Enviat el: diumenge, 22 de novembre de 2026 18:02",
-                                    "Per a: alice@example.org", f"Assumpte: {TITLE}")
-                       + f"\n\n{BOARD}",
-    "outlook indonesian": header_block(f"Dari: {FROM}", "Dikirim: Minggu, 22 November 2026 18.02",
-                                       "Kepada: alice@example.org", f"Perihal: {TITLE}")
-                          + f"\n\n{BOARD}",
-    "outlook vietnamese": header_block(f"Từ: {FROM}", "Đã gửi: Chủ Nhật, 22 tháng 11, 2026 18:02",
-                                       "Đến: alice@example.org", f"Chủ đề: {TITLE}")
-                          + f"\n\n{BOARD}",
-    "outlook hebrew": header_block(f"מאת: {FROM}", "נשלח: יום ראשון 22 נובמבר 2026 18:02",
-                                   "אל: alice@example.org", f"נושא: {TITLE}") + f"\n\n{BOARD}",
-    "outlook arabic": header_block(f"من: {FROM}", "تاريخ الإرسال: الأحد، 22 نوفمبر، 2026 06:02 م",
-                                   "إلى: alice@example.org", f"الموضوع: {TITLE}") + f"\n\n{BOARD}",
-    "outlook japanese": header_block(f"差出人: {FROM}", "送信日時: 2026年11月22日 18:02",
-                                     "宛先: alice@example.org", f"件名: {TITLE}") + f"\n\n{BOARD}",
-    "outlook korean": header_block(f"보낸 사람: {FROM}", "보낸 날짜: 2026년 11월 22일 일요일 오후 6:02",
-                                   "받는 사람: alice@example.org", f"제목: {TITLE}") + f"\n\n{BOARD}",
-    "outlook turkish": header_block(f"Kimden: {FROM}", "Gönderildi: 22 Kasım 2026 Pazar 18:02",
-                                    "Kime: alice@example.org", f"Konu: {TITLE}") + f"\n\n{BOARD}",
-    "outlook finnish": header_block(f"Lähettäjä: {FROM}", "Lähetetty: sunnuntai 22. marraskuuta 2026 18.02",
-                                    "Vastaanottaja: alice@example.org", f"Aihe: {TITLE}")
-                       + f"\n\n{BOARD}",
-    "outlook ukrainian": header_block(f"Від: {FROM}", "Надіслано: 22 листопада 2026 р. 18:02",
-                                      "Кому: alice@example.org", f"Тема: {TITLE}") + f"\n\n{BOARD}",
+    **{f"outlook {language}": header_block(*(f"{name} {value}" for name, value in zip(
+        names, (FROM, sent, "alice@example.org", TITLE), strict=True))) + f"\n\n{BOARD}"
+       for language, (names, sent) in OUTLOOK.items()},
     "outlook for mac": header_block(f"From: {FROM}", "Date: Sunday, 22 November 2026 at 18:02",
                                     "To: Alice <alice@example.org>", f"Subject: {TITLE}")
                        + f"\n\n{BOARD}",
