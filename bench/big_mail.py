@@ -24,6 +24,7 @@ import argparse
 import base64
 import random
 import smtplib
+import socket
 import statistics
 import sys
 import tempfile
@@ -39,13 +40,14 @@ from sqlalchemy import func, select  # noqa: E402
 from pbmserv.commands.base import is_command  # noqa: E402
 from pbmserv.config import Settings  # noqa: E402
 from pbmserv.db.migrate import upgrade  # noqa: E402
-from pbmserv.db.models import Board  # noqa: E402
+from pbmserv.db.models import Board, OutboxMessage  # noqa: E402
 from pbmserv.db.session import Database  # noqa: E402
 from pbmserv.intake.store import store_message  # noqa: E402
 from pbmserv.mail.attachments import stored_form  # noqa: E402
 from pbmserv.mail.parse import parse_message  # noqa: E402
 from pbmserv.processing import process_message  # noqa: E402
 from pbmserv.server import Server  # noqa: E402
+from tests.conftest import make_mail  # noqa: E402
 
 OURS = ("pbmserv@localhost",)
 
@@ -129,9 +131,6 @@ def through_smtp(pdf_bytes: int, mails: int) -> tuple[float, int]:
 def send(db: Database, settings: Settings, subject: str, sender: str) -> list[tuple[str, str]]:
     """Store and run one command mail; (reply address, to) of the mails it made,
     confirming a signup as its player would."""
-    from pbmserv.db.models import OutboxMessage
-    from tests.conftest import make_mail
-
     stored = store_message(db, make_mail(subject, sender=sender), sender)
     assert isinstance(stored, int)
     process_message(db, settings, stored)
@@ -145,8 +144,6 @@ def send(db: Database, settings: Settings, subject: str, sender: str) -> list[tu
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
