@@ -440,8 +440,10 @@ class Settings:
         "smtps://user@host:465; off: the Maildir", show=relay_url)
     maildir: Path = setting(Path("var/mail"), _path,
                             "Maildir for outgoing mail when no relay is set")
-    max_message_size: int = setting(256 * 1024, _size, "largest message taken, in bytes",
-                                    formerly="max_size")
+    #: Postfix's own default message_size_limit: what passed Postfix passes here
+    max_message_size: int = setting(
+        10_240_000, _size, "largest message taken, in bytes (attachments are taken, not "
+        "stored)", formerly="max_size")
     max_reply_size: int = setting(
         64 * 1024, _reply_size, "longest reply to one mail, in bytes; the rest is left out, "
         "and the reply says so", formerly="max_reply")

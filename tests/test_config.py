@@ -163,7 +163,7 @@ def test_config_show_says_where_each_value_came_from(tmp_path: Path) -> None:
     assert values["server_name"] == '"Board games"  # environment'  # the environment wins
     assert values["workers"] == "3  # environment"
     assert values["log_level"] == '"error"  # command line'
-    assert values["max_message_size"] == "262144  # default"
+    assert values["max_message_size"] == "10240000  # default"
     assert tomllib.loads(shown.output)["server_name"] == "Board games"  # still TOML
 
 

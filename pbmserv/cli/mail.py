@@ -149,7 +149,8 @@ def deliver(ctx: click.Context, sender: str | None) -> None:
     except Exception as exc:
         _tempfail(describe(exc))
     if len(raw) > settings.max_message_size:
-        click.echo(f"pbmserv: message larger than {settings.max_message_size} bytes", err=True)
+        click.echo(f"pbmserv: the message is {len(raw)} bytes, larger than "
+                   f"max_message_size ({settings.max_message_size} bytes): refused", err=True)
         hard_exit(EX_UNAVAILABLE)
     envelope_from = "" if sender is None else (sender.strip() or "<>")
     try:

@@ -62,9 +62,16 @@ class Context:
     secret_reply: bool = False
     #: the mails to others than the sender this mail may make (None: no limit)
     others: MailsToOthers | None = None
-    #: the accounts (their address_key) this mail proved to be, by a password or a
-    #: reply address: the reply may go to such an account's address
-    proved: set[str] = field(default_factory=set)
+    #: the accounts this mail proved to be, by a password or a reply address, in the
+    #: order it did: their address_key -> their address (the reply may go there)
+    proved: dict[str, str] = field(default_factory=dict)
+    #: the work the mail may still make the server do (pbmserv.service.budget)
+    budget: WorkBudget = field(init=False)
+    #: a game's tables this mail has read (standings, ratings): read once a mail
+    looked_up: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.budget = WorkBudget(self.settings.work_per_mail)
 
     def mail_others(self, addresses: Iterable[str]) -> str | None:
         """Count the unasked mails a command is about to make to ``addresses`` (but to
@@ -81,14 +88,7 @@ class Context:
         """``user``'s password (or reply address) was right: the command's words were
         in order, and the mail is that account's."""
         self.logins += 1
-        self.proved.add(address_key(user.email))
-    #: the work the mail may still make the server do (pbmserv.service.budget)
-    budget: WorkBudget = field(init=False)
-    #: a game's tables this mail has read (standings, ratings): read once a mail
-    looked_up: dict[tuple[str, str], Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.budget = WorkBudget(self.settings.work_per_mail)
+        self.proved.setdefault(address_key(user.email), user.email)
 
     @property
     def comment(self) -> str:

@@ -24,9 +24,16 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from pbmserv.config import Settings, SettingsError
 from pbmserv.connections import ConnectionCap, quiet_accept_errors
-from pbmserv.intake.smtp import CachedAddresses, CappedSession, IntakeHandler, content_of, working
+from pbmserv.intake.smtp import (
+    TOO_BIG,
+    CachedAddresses,
+    CappedSession,
+    IntakeHandler,
+    PlainRefusals,
+    content_of,
+    working,
+)
 
-TOO_BIG = "552 5.3.4 Message too big for this server (at most {} bytes)"
 #: the most the protocol reads of one mail, whatever the settings
 HARD_LIMIT = 64 * 1024 * 1024
 
@@ -42,8 +49,11 @@ class LmtpHandler(IntakeHandler):
         return "\r\n".join(answer for _ in envelope.rcpt_tos)
 
 
-class IntakeLMTP(CachedAddresses, LMTP):
-    """aiosmtpd's LMTP server, its addresses read once (CachedAddresses)."""
+class IntakeLMTP(CachedAddresses, PlainRefusals, LMTP):
+    """aiosmtpd's LMTP server, its addresses read once (CachedAddresses), its
+    refusals plain and said for each recipient (PlainRefusals)."""
+
+    per_recipient = True
 
 
 class CappedLMTP(CappedSession, IntakeLMTP):

@@ -36,6 +36,15 @@ NO_SUCH_USER = "550 5.1.1 No such mailbox here: this server only takes mail for 
 SENDER_TOO_LONG = ("553 5.1.7 The sender address is {} characters long; this server takes "
                    "addresses of at most {}")
 STORE_FAILED = "451 4.3.0 Could not store the message; please try again later"
+TOO_BIG = "552 5.3.4 Message too big for this server (at most {} bytes)"
+#: the longest line of a mail taken (its line end with it): Postfix takes any line
+#: (it chops a long one up and puts it together again), mail programs write lines of
+#: a few KB (an Exchange header of 1,187 characters, a base64 attachment on one line of
+#: 28 KB); a line is held in memory whole until it ends, so there is a cap, and a
+#: line over it refuses the mail with this answer
+MAX_LINE = 1024 * 1024
+LINE_TOO_LONG = (f"500 5.6.0 Line too long: this server takes lines of at most {MAX_LINE} "
+                 "bytes (RFC 5321 4.5.3.1.6)")
 #: the sender is over its quota of stored mail: for now (see pbmserv.intake.store)
 OVER_QUOTA = "451 4.7.1 Not stored: {}; please try again later"
 
@@ -68,8 +77,40 @@ class CachedAddresses:
         return parsed_address(arg, self.local_part_limit)
 
 
-class IntakeSMTP(CachedAddresses, SMTP):
-    """aiosmtpd's SMTP server, its addresses read once (CachedAddresses)."""
+#: aiosmtpd's own refusals, and what the intake says instead: what was wrong, and the
+#: limit; the second member: said after DATA (once for each recipient in LMTP)
+_AIOSMTPD_SAYS = {
+    "552 Error: message size exceeds fixed maximum message size": (TOO_BIG, False),
+    "552 Error: Too much mail data": (TOO_BIG, True),
+    "500 Line too long (see RFC5321 4.5.3.1.6)": (LINE_TOO_LONG, True),
+}
+
+
+class PlainRefusals:
+    """For an aiosmtpd server class: lines up to MAX_LINE bytes taken, and the
+    library's refusals of a mail too large or a line too long said with the limit
+    (``tests/test_mail_size.py`` checks each over a real session).  ``per_recipient``
+    (LMTP): a refusal after DATA is said once for each recipient, as LMTP answers."""
+
+    line_length_limit = MAX_LINE
+    per_recipient = False
+    event_handler: Any
+    envelope: Envelope | None
+
+    async def push(self, status: Any) -> None:
+        said = _AIOSMTPD_SAYS.get(status) if isinstance(status, str) else None
+        if said is not None:
+            text, after_data = said
+            status = text.format(self.event_handler.settings.max_message_size)
+            if self.per_recipient and after_data and self.envelope is not None \
+                    and self.envelope.rcpt_tos:
+                status = "\r\n".join(status for _ in self.envelope.rcpt_tos)
+        await super().push(status)  # type: ignore[misc]
+
+
+class IntakeSMTP(CachedAddresses, PlainRefusals, SMTP):
+    """aiosmtpd's SMTP server, its addresses read once (CachedAddresses), its
+    refusals plain (PlainRefusals)."""
 
 
 class CappedSession(CappedConnection):

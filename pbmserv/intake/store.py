@@ -5,9 +5,14 @@ however hostile (NUL bytes in the envelope or headers, odd encodings), can make 
 store fail for good and have the sending MTA retry for days.  ``store_batch`` stores
 many mails in one transaction: one commit (one fsync) for all of them.
 
+A mail over 64 KB is stored in its stored form (pbmserv.mail.attachments): its text
+and its shape, without the bodies of its attachments, each part left out named in a
+header of that part.  The key that knows the mail if it comes again, and the quota,
+go by what is stored.
+
 Given a ``Quota``, it stores no more of one sender's mail in 24 hours than the quota
-(``sender_quota_mails``, ``sender_quota_bytes``): a mail beyond it is not stored, and
-the intake tells its sender to try again later.
+(``sender_quota_mails``, ``sender_quota_bytes``, counted in stored bytes): a mail
+beyond it is not stored, and the intake tells its sender to try again later.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pbmserv.db.prepared import Prepared
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus
 from pbmserv.mail.addresses import MAX_ADDRESS
+from pbmserv.mail.attachments import stored_form
 from pbmserv.mail.headers import address_of, header
 from pbmserv.mail.mailboxes import first_mailbox, raw_header
 from pbmserv.mail.parse import MAX_HEADER_BYTES
@@ -67,7 +73,9 @@ def identify(raw: bytes, envelope: str) -> tuple[str, str, str]:
 
 
 def dedupe_key(raw: bytes, envelope_from: str) -> str:
-    return identify(raw, clean_envelope(envelope_from))[2]
+    """The key of a mail as received (of its stored form, as ``store_batch`` keys it)."""
+    return identify(stored_form(raw, envelope_from=envelope_from).raw,
+                    clean_envelope(envelope_from))[2]
 
 
 # INSERT ... ON CONFLICT (dedupe_key) DO NOTHING RETURNING id: no id, a redelivery.
@@ -180,8 +188,13 @@ def store_batch(db: Database, mails: Sequence[tuple[bytes, str]],
     with the mails, or not at all (the IMAP intake's record of the UIDs it took)."""
     rows: list[dict[str, Any]] = []
     message_ids = []
+    notes = []
     now = utcnow()
-    for raw, envelope_from in mails:
+    for received, envelope_from in mails:
+        form = stored_form(received, envelope_from=envelope_from)
+        raw = form.raw
+        notes.append(f"{form.received} bytes" if not form.dropped else
+                     f"{form.received} bytes, {len(raw)} stored ({form.dropped})")
         envelope = clean_envelope(envelope_from)
         sender, message_id, key = identify(raw, envelope)
         message_ids.append(message_id)
@@ -199,7 +212,7 @@ def store_batch(db: Database, mails: Sequence[tuple[bytes, str]],
             also(session, ids)
     # one line per mail, to follow it from the MTA's log into ours: never its Subject
     # (a command line may hold a password)
-    for stored, values, message_id in zip(ids, rows, message_ids, strict=True):
+    for stored, values, message_id, note in zip(ids, rows, message_ids, notes, strict=True):
         mid = clean_line(message_id, MAX_LOGGED) or "(no Message-ID)"
         if stored is None:
             log.info("received again, not stored twice: %s from <%s>", mid,
@@ -208,8 +221,8 @@ def store_batch(db: Database, mails: Sequence[tuple[bytes, str]],
             log.info("refused for now, not stored: %s from <%s>: %s", mid,
                      values["envelope_from"], stored)
         else:
-            log.info("received #%s: %s from <%s>, %d bytes", stored, mid,
-                     values["envelope_from"], len(values["raw"]))
+            log.info("received #%s: %s from <%s>, %s", stored, mid,
+                     values["envelope_from"], note)
     return ids
 
 

@@ -70,9 +70,13 @@ _ADDRESS_LIKE = re.compile(r"[^\s<>(),;:\"\[\]]{1,200}@[^\s<>(),;:\"\[\]]{1,200}
 # a line begins at the start of the mail or after any of them
 _EOL = rb"(?:\r\n|\r(?!\n)|\n)"
 _BOL = rb"(?:^|(?<=[\r\n]))"
-_CONTAINER = re.compile(_BOL + rb"(?i:content-type:)[ \t]*(?:" + _EOL + rb"[ \t]+)*"
-                        rb"(?i:multipart|message)/")
-_BOM = b"\xef\xbb\xbf"
+# a Content-Type line of a multipart or message part, in the mail lowered and with a
+# line end put first: the literal first searched for, then whether a line begins
+# there (10 MB in 15 ms; with the line's start matched first, 230)
+_CONTAINER = re.compile(rb"content-type:(?<=[\r\n]content-type:)[ \t]*(?:" + _EOL
+                        + rb"[ \t]+)*(?:multipart|message)/")
+#: a byte-order mark some Windows tools write first
+BOM = b"\xef\xbb\xbf"
 _HEADER_END = re.compile(_EOL + _EOL)
 _FIELD_START = re.compile(_BOL + rb"[^ \t\r\n]")
 
@@ -100,6 +104,10 @@ class ParsedMail:
     comment: str = ""
     #: why the mail must not be answered ("" when it may be)
     silent_reason: str = ""
+    #: the mark of the mailing list the mail came through ("List-Id", "Precedence:
+    #: list"...), "" for none: it is never answered (``silent_reason`` says so), but
+    #: what it proves to be an account's is carried out (pbmserv.processing.mail)
+    via_list: str = ""
     #: why the mail was not read (a Refusal), "" when it was
     refusal: str = ""
     references: str = ""
@@ -142,8 +150,8 @@ def parse_message(
     """Parse raw bytes.  ``is_command(line)`` tells a command line from prose;
     ``trusted_authserv``: the authserv-ids (lower case) whose Authentication-Results
     are our own mail server's."""
-    if raw.startswith(_BOM):  # a byte-order mark some Windows tools write first
-        raw = raw[len(_BOM):]
+    if raw.startswith(BOM):  # a byte-order mark some Windows tools write first
+        raw = raw[len(BOM):]
     # every mail is bounded alike before anything reads it, a bounce as much as a
     # person's: the nesting and the header by prescan, the parts as they are parsed
     msg, refusal = parse_bounded(raw)
@@ -161,8 +169,8 @@ def parse_message(
         references=refs[-900:],
         named_reply_to=named if named and named != reply_to else "",
     )
-    parsed.silent_reason = _silent_reason(msg, envelope_from, from_addr, reply_to,
-                                          own_addresses, named)
+    parsed.silent_reason, parsed.via_list = _silent_reason(
+        msg, envelope_from, from_addr, reply_to, own_addresses, named)
     parsed.reply_tag = _reply_tag(msg, own_addresses)
     tag = parsed.reply_tag or ""
     if parsed.silent_reason == "bounce" or tag.startswith(BOUNCE_PREFIX) \
@@ -176,7 +184,7 @@ def parse_message(
             parsed.bounce = read_bounce(
                 msg if len(raw) <= MAX_BOUNCE_READ else parse_bounded(raw[:MAX_BOUNCE_READ])[0])
         return parsed
-    if parsed.silent_reason or tag.startswith(UNSUBSCRIBE_PREFIX):
+    if (parsed.silent_reason and not parsed.via_list) or tag.startswith(UNSUBSCRIBE_PREFIX):
         return parsed
     parsed.robot = robot_signs(msg, envelope_from)
     parsed.suspect = suspect_marks(msg, trusted_authserv)
@@ -286,9 +294,23 @@ def prescan(raw: bytes) -> str:
     if sum(1 for _ in islice(_FIELD_START.finditer(head), MAX_HEADER_FIELDS + 1)) \
             > MAX_HEADER_FIELDS:
         return Refusal.HEADERS
-    if sum(1 for _ in islice(_CONTAINER.finditer(raw), MAX_CONTAINERS + 1)) > MAX_CONTAINERS:
+    if len(container_lines(raw, MAX_CONTAINERS + 1)) > MAX_CONTAINERS:
         return Refusal.NESTING
     return ""
+
+
+def container_lines(raw: bytes, most: int) -> list[int]:
+    """Where the first ``most`` Content-Type fields of multipart or message parts
+    end (wherever they are: a cheap bound on how deep the parts nest)."""
+    lowered = b"\n" + raw.lower()
+    return [m.end() - 1 for m in islice(_CONTAINER.finditer(lowered), most)]
+
+
+def header_end(raw: bytes) -> int | None:
+    """Where the mail's header ends, its blank line with it, if within the first
+    MAX_HEADER_BYTES (and a little)."""
+    end = _HEADER_END.search(raw, 0, MAX_HEADER_BYTES + 4)
+    return end.end() if end else None
 
 
 class _TooManyParts(Exception):
@@ -340,43 +362,54 @@ def _clean_subject(subject: str) -> str:
 
 
 #: Precedence values of mail that no robot should answer (RFC 3834 2; auto_reply is
-#: what many autoresponders set)
-_SILENT_PRECEDENCE = ("bulk", "junk", "list", "auto_reply")
-#: headers whose mere presence marks mail from a list or an autoresponder
-_SILENT_HEADERS = ("List-Id", "List-Unsubscribe", "X-Autoreply", "X-Autorespond")
+#: what many autoresponders set); "list" is a list's (see _LIST_HEADERS)
+_SILENT_PRECEDENCE = ("bulk", "junk", "auto_reply")
+#: headers whose mere presence marks mail from an autoresponder
+_SILENT_HEADERS = ("X-Autoreply", "X-Autorespond")
+#: headers a mailing list adds to the mail it passes on (RFC 2369, RFC 2919)
+_LIST_HEADERS = ("List-Id", "List-Post", "List-Unsubscribe")
 #: the content types of delivery, read and feedback reports (RFC 3462, 3464, 3798, 5965)
 _REPORTS = ("multipart/report", "message/delivery-status", "message/disposition-notification",
             "message/feedback-report")
 
 
 def _silent_reason(msg: Message, envelope_from: str, from_addr: str, reply_to: str,
-                   own: tuple[str, ...], named: str = "") -> str:
+                   own: tuple[str, ...], named: str = "") -> tuple[str, str]:
     """Why the mail must get no reply (RFC 3834: a robot answers no robot, no list, no
-    report), whoever its envelope sender is; "" when it may get one."""
+    report), whoever its envelope sender is, "" when it may get one; and the mark of
+    the mailing list it came through, "" for none.  A list's mail is the one kind
+    whose commands may still be carried out (a person wrote it; the list passed it
+    on): whatever else marks it (an autoresponder's, a report's, our own mail come
+    back) wins."""
     env = envelope_from.strip().lower()  # "<>": the null sender; "": not known
     if env == "<>" or env.startswith("mailer-daemon") or from_addr.startswith("mailer-daemon"):
-        return "bounce"
+        return "bounce", ""
     report = _report_type(msg)
     if report:
-        return f"a delivery or read report ({report})"
+        return f"a delivery or read report ({report})", ""
     auto = header(msg, "Auto-Submitted").lower()[:40]
     if auto and auto != "no":
-        return f"Auto-Submitted: {auto}"
-    precedence = header(msg, "Precedence").lower()
-    if precedence in _SILENT_PRECEDENCE:
-        return f"Precedence: {precedence}"
+        return f"Auto-Submitted: {auto}", ""
     try:
         present = {str(k).lower() for k, _ in islice(msg.raw_items(), MAX_HEADER_FIELDS)}
     except Exception:
         present = set()
+    precedence = header(msg, "Precedence").lower()
+    listed = next((name for name in _LIST_HEADERS if name.lower() in present), "")
+    if not listed and precedence == "list":
+        listed = "Precedence: list"
+    if precedence in _SILENT_PRECEDENCE and not listed:
+        return f"Precedence: {precedence}", ""
     for name in _SILENT_HEADERS:
         if name.lower() in present:
-            return f"mail from a list or an autoresponder ({name})"
+            return f"mail from an autoresponder ({name})", ""
     if from_addr in own or reply_to in own or named in own or header(msg, LOOP_HEADER):
-        return "our own mail came back"
+        return "our own mail came back", ""
     if not reply_to:
-        return "no sender"
-    return ""
+        return "no sender", ""
+    if listed:
+        return f"mail through a mailing list ({listed})", listed
+    return "", ""
 
 
 #: a sender that is a program, in its address or display name: noreply, no-reply,

@@ -81,7 +81,11 @@ def _attribution_kind(text: str) -> int:
         return _SURE if hints else _WEAK
     if _ENDS_COLON.search(text) and hints == 2:
         return _SURE  # "26.06.2014, 14:41, "Alexander" <a@example.com>:"
-    return _SURE if _DATE_THEN_ADDRESS.match(text) else 0
+    if _DATE_THEN_ADDRESS.match(text):
+        return _SURE
+    # "* Bob [2026-11-22 18:02]:", "Quoting Bob (2026-11-22 18:02):", "Excerpts from
+    # Bob's message of 2026-11-22 18:02:": one only if a quote follows
+    return _WEAK if _ENDS_COLON.search(text) and _DATE_HINT.search(text) else 0
 
 
 def _attribution_at(lines: list[str], i: int) -> tuple[int, int]:
@@ -118,6 +122,15 @@ def _has_hint(line: str) -> bool:
 # -- header blocks, separators, signatures -------------------------------------------
 _HEADER_NAMES = (
     r"from|sent|date|to|cc|bcc|subject|reply-to|von|gesendet|datum|an|betreff|kopie|"
+    # Greek, Romanian, Croatian, Serbian, Slovenian, Slovak, Bulgarian, Estonian,
+    # Latvian, Lithuanian, Portuguese, Catalan, Indonesian and Malay, Vietnamese,
+    # Hebrew, Arabic, Thai (as Outlook writes them)
+    r"από|στάλθηκε|προς|κοιν|θέμα|de\s+la|trimis|către|subiect|šalje|poslano|prima|"
+    r"predmet|шаље|послато|прима|za|zadeva|odoslané|изпратено|до|относно|saatja|"
+    r"saadetud|adressaat|teema|no|nosūtīts|kam|tēma|nuo|išsiųsta|tema|enviada|"
+    r"enviat\s+el|per\s+a|assumpte|dari|dikirim|kepada|perihal|tanggal|daripada|dihantar|"
+    r"subjek|từ|đã\s+gửi|đến|chủ\s+đề|מאת|נשלח|אל|נושא|עותק|من|تاريخ\s+الإرسال|إلى|"
+    r"الموضوع|نسخة|จาก|ส่ง|ถึง|เรื่อง|"
     r"de|envoyé|envoyé\s+le|à|a|objet|message\s+du|copie\s+à|sujet|date\s+d'envoi|van|verzonden|aan|onderwerp|datum|da|inviato|"
     r"data|oggetto|från|skickat|till|ämne|kopia|fra|sendt|til|emne|od|wysłano|wysłane|"
     r"do|temat|dw|от|отправлено|кому|копия|тема|дата|від|надіслано|тема|enviado|para|"
@@ -192,6 +205,31 @@ def _quoted(line: str) -> bool:
     return line.lstrip().startswith((">", "|")) or _SUPERCITE.match(line) is not None
 
 
+# Lotus Notes' title line above its header table: the sender, the date between three
+# dashes, the first words of the mail ("Bob ---22.11.2026 18:02:06---Hello", after the
+# alt text of its twisty, "Inactive hide details for")
+_NOTES_TITLE = re.compile(
+    r"-{3}\s?(?:\d{1,4}[./-]\d{1,2}[./-]\d{1,4}|\d{4}年\d{1,2}月\d{1,2}日)[ ,]{1,3}"
+    r"\d{1,2}[:.]\d{2}(?:[:.]\d{2})?(?:\s?[AaPp]\.?[Mm]\.?)?\s?-{3}")
+# a title between dashes, of any length, that names a date, an address or "wrote":
+# "----- Forwarded by Bob/Sales/ACME on 22.11.2026 18:05 -----", "-----Bob
+# <bob@example.org> wrote: -----" (Lotus Notes)
+_DASHED_TITLE = re.compile(r"^\s*-{3,}\s*\S.{0,200}?-{3,}\s*$")
+
+
+def _is_separator(line: str) -> bool:
+    if _SEPARATOR.match(line) or _NOTES_TITLE.search(line):
+        return True
+    return bool(_DASHED_TITLE.match(line)) and (_has_hint(line) or bool(_WROTE_RE.search(line)))
+
+
+# Lotus Notes 6 and 7 lay their header table out in columns as text, each label alone
+# at the right end of its line: "                        To", "                 cc"
+_NOTES_LABEL = re.compile(
+    r"^\s{20,}(?:to|cc|bcc|subject|an|kopie|blindkopie|betreff|à|objet|copie|a|oggetto|"
+    r"para|asunto|aan|onderwerp|till|ämne)\s*$", re.I)
+
+
 def _is_signature(line: str) -> bool:
     return bool(_SIGNATURE_DELIMITER.match(line)
                 or _SIGNATURE.match(_LINK.sub("", line)))
@@ -239,7 +277,11 @@ def own_words(lines: list[str], max_chars: int = 16_000) -> list[str]:
         if _quoted(head) or _wrapped_quote(lines, i):
             i += 1
             continue
-        if _is_signature(head) or _SEPARATOR.match(head) or _is_header_block(lines, i):
+        if _NOTES_LABEL.match(head):  # the table's left column is above: not the writer's
+            while out and (not out[-1].strip() or out[-1].startswith(" " * 8)):
+                out.pop()
+            break
+        if _is_signature(head) or _is_separator(head) or _is_header_block(lines, i):
             break
         size, kind = _attribution_at(lines, i)
         if kind == _WEAK and not _quote_follows(lines, i + size):

@@ -18,11 +18,21 @@ kind of mail never decides whether another kind's commands run.
   cannot keep an exchange going.  The last one says so.  A reply that carries a live
   code (a signup's confirmation) is always sent.
 
+- Mail that came through a mailing list (``ParsedMail.via_list``: List-Id,
+  List-Post, List-Unsubscribe or Precedence: list) is never answered to its sender
+  or the list (RFC 3834 forbids that, not acting on it): each of its command lines
+  is carried out only if it proves its account, by the account's password or a
+  reply address the server gave out; any other line is not carried out at all (not
+  even ``help``: its answer could go nowhere).  If a line proved an account, one
+  reply goes to that account's own address, privately; if none did, the mail is
+  neither run nor answered, and kept as ignored with the reason.
+
 Every count is of the address in one form, lower case and without its ``+tag``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
@@ -86,9 +96,17 @@ def kind_of(refused: bool, stranger: bool) -> AnswerKind | None:
     return AnswerKind.STRANGER if stranger else None
 
 
-def answer_address(mail: ParsedMail, proved: set[str]) -> str:
+def answer_address(mail: ParsedMail, proved: Mapping[str, str]) -> str:
     """Where the reply goes: the sender (the From's address, or a Reply-To of the
     same mailbox); a Reply-To that names another mailbox only if the mail proved it
     is that account's (its password or reply address): never a third party."""
     named = mail.named_reply_to
     return named if named and address_key(named) in proved else mail.reply_to
+
+
+def account_address(mail: ParsedMail, proved: Mapping[str, str]) -> str:
+    """Where the reply to a list's mail goes: the address of the account it proved
+    (the sender's own, if it proved that one; else the first it proved), never the
+    list's; "" when it proved none."""
+    own = proved.get(address_key(mail.reply_to))
+    return own or next(iter(proved.values()), "")

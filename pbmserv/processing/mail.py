@@ -30,6 +30,7 @@ from pbmserv.notifications.outbox import Answered, answered, queue_mail
 from pbmserv.notifications.views import board_summary
 from pbmserv.processing.answers import (
     DAY,
+    account_address,
     answer_address,
     holds_command,
     is_last,
@@ -114,10 +115,17 @@ def is_stranger(ctx: Context) -> bool:
     return ctx.stranger
 
 
-def run_line(ctx: Context, line: str) -> Section:
-    """Run one command line in its own savepoint: a refused command changes nothing."""
+class _NotProved(Exception):
+    """A line of a list's mail that proved no account: undone (see run_line)."""
+
+
+def run_line(ctx: Context, line: str, *, proving: bool = False) -> Section:
+    """Run one command line in its own savepoint: a refused command changes nothing.
+    ``proving`` (a list's mail): a line that does not prove its account, by its
+    password, is undone as well, whatever it did, and says so."""
     ctx.events_mark = len(ctx.service.events)
     logins_before = ctx.logins
+    secret_reply = ctx.secret_reply
     # until the command is known to be well formed, quote only its verb: any other
     # word may be a password
     quoted = quote_head(line)
@@ -130,8 +138,17 @@ def run_line(ctx: Context, line: str) -> Section:
         cmd.check_arity(inv)
         with ctx.session.begin_nested():
             result: Result = cmd.run(ctx, inv)
+            if proving and ctx.logins == logins_before:
+                raise _NotProved
         return Section(cmd.masked(inv), True, result.text,
                        result.subject or f"pbmserv: {inv.verb}", result.board)
+    except _NotProved:
+        del ctx.service.events[ctx.events_mark:]
+        ctx.secret_reply = secret_reply
+        assert cmd is not None and inv is not None
+        return Section(cmd.masked(inv), False, render("list_unproved.txt.j2",
+                                                      settings=ctx.settings),
+                       "pbmserv: not carried out")
     except PlayerError as exc:
         hidden: set[str] = set()
         if is_stranger(ctx):
@@ -281,9 +298,19 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     if mail.unsubscribe_tag is not None:
         status, mail.silent_reason = handle_unsubscribe(session, settings, inbound_id, mail)
         return status
-    if not mail.silent_reason:
+    # a list's mail: carried out as far as it proves its account, never answered to
+    # its sender (pbmserv.processing.answers)
+    listed = bool(mail.via_list)
+    if listed:
+        why_not = (f"not read ({mail.refusal})" if mail.refusal
+                   else "" if holds_command(mail) else "no command in it")
+        if why_not:
+            mail.silent_reason += f"; {why_not}, nothing carried out, not answered"
+            log.info("message %s ignored: %s", inbound_id, mail.silent_reason)
+            return InboundStatus.IGNORED
+    elif not mail.silent_reason:
         mail.silent_reason = strangers_noise(session, mail)
-    if mail.silent_reason:
+    if mail.silent_reason and not listed:
         log.info("message %s ignored: %s", inbound_id, mail.silent_reason)
         return InboundStatus.IGNORED
     now = utcnow()
@@ -293,14 +320,14 @@ def handle(session: Session, settings: Settings, inbound_id: int,
                   others=MailsToOthers(address_key(mail.reply_to),
                                        settings.mails_to_others_per_mail,
                                        settings.mails_to_others_per_hour))
-    welcome = not mail.refusal and not holds_command(mail) and is_stranger(ctx)
+    welcome = not listed and not mail.refusal and not holds_command(mail) and is_stranger(ctx)
     if welcome:
         mail.silent_reason = welcome_refused(session, settings, mail, now)
         if mail.silent_reason:
             log.info("message %s ignored: %s", inbound_id, mail.silent_reason)
             return InboundStatus.IGNORED
     # the player writes from an address whose mail bounced: it is alive again
-    resumed = resume(session, mail.from_addr)
+    resumed = None if listed else resume(session, mail.from_addr)
     if resumed is not None:
         log.info("message %s: %s mails the server again; mail to it resumes", inbound_id,
                  resumed.address)
@@ -322,9 +349,14 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     elif mail.reply_tag and mail.reply_move:
         sections = [run_reply(ctx, mail.reply_tag, mail.reply_move)]
     else:
-        sections = [run_line(ctx, line) for line in mail.commands]
+        sections = [run_line(ctx, line, proving=listed) for line in mail.commands]
     if secrets is not None:
         secrets.update(ctx.passwords, secret_words(mail.commands))
+    if listed and not ctx.proved:
+        mail.silent_reason += ("; no line of it proved its account (a right password, "
+                               "or a reply address), nothing carried out, not answered")
+        log.info("message %s ignored: %s", inbound_id, mail.silent_reason)
+        return InboundStatus.IGNORED
     if mail.board_reply is not None and not sections:
         sections = [board_reply_section(ctx, *mail.board_reply,
                                         by_reply=mail.reply_tag is not None)]
@@ -340,7 +372,7 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     def scrub(text: str) -> str:  # the last guard: no password of this mail goes out
         return mask_words(text, ctx.passwords)
 
-    answer_to = answer_address(mail, ctx.proved)
+    answer_to = account_address(mail, ctx.proved) if listed else answer_address(mail, ctx.proved)
     notifier = Notifier(session, settings, inbound_id=inbound_id,
                         skip_addresses=(answer_to,), scrub=scrub,
                         cause=address_key(mail.reply_to))
@@ -348,23 +380,30 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     kind = AnswerKind.WELCOME if welcome else None if ctx.secret_reply else kind_of(
         refused, not refused and not ctx.proved and _stranger_now(ctx))
     last = None
+    unanswered = ""
     if kind is not None:
         done = answered(session, answer_to, now - DAY)
-        mail.silent_reason = over_limit(settings, done)
+        unanswered = over_limit(settings, done)
         last = _last_answer(settings, done)
-    if mail.silent_reason:  # carried out (if anything was), not answered
+    if listed:  # kept with the mail: what became of it (pbmserv inbox list)
+        mail.silent_reason += (f"; carried out as {answer_to}'s"
+                               + (f", {unanswered}" if unanswered else
+                                  ", answered to that address alone"))
+    else:
+        mail.silent_reason = unanswered
+    if unanswered:  # carried out (if anything was), not answered
         queued = notifier.notify(ctx.service.events)
         log.info("message %s from %s: %s; %d mail(s) queued", inbound_id, mail.reply_to,
                  mail.silent_reason, queued)
         return InboundStatus.DONE
     reply_to, example, answer = _reply_address(notifier, sections, answer_to)
-    body = render("reply.txt.j2", sections=sections, settings=settings,
-                  by_reply=reply_to is not None, example=example, answer=answer, resumed=resumed,
-                  last=last)
+    extra = {"by_reply": reply_to is not None, "example": example, "answer": answer,
+             "resumed": resumed, "last": last, "via_list": mail.via_list,
+             "password_seen": listed and bool(ctx.passwords), "settings": settings}
+    body = render("reply.txt.j2", sections=sections, **extra)
     if len(body.encode()) > settings.max_reply_size:
         body = render("reply.txt.j2", sections=capped(sections, settings.max_reply_size),
-                      settings=settings, by_reply=reply_to is not None, example=example,
-                      answer=answer, resumed=resumed, last=last)
+                      **extra)
     # text only: the reply to one's own command is on the hot path of every move, and
     # an HTML part there cost 15 % of the moves a second (docs/benchmarks.md)
     queue_mail(session, settings, to=answer_to, subject=scrub(subject), body=scrub(body),
@@ -372,9 +411,11 @@ def handle(session: Session, settings: Settings, inbound_id: int,
                secret=ctx.secret_reply, kind=kind)
     queued = 1 + notifier.notify(ctx.service.events)
     # what was asked is logged by verb only: command lines may hold passwords
-    log.info("message %s from %s: %s; %d mail(s) queued", inbound_id, answer_to,
+    log.info("message %s from %s: %s; %d mail(s) queued%s", inbound_id, answer_to,
              ", ".join(" ".join(w for w in s.command.split()[:2] if w != MASK)
-                       + ("" if s.ok else " (refused)") for s in sections), queued)
+                       + ("" if s.ok else " (refused)") for s in sections), queued,
+             f"; it came through a mailing list ({mail.via_list}): answered to the "
+             "account's address alone" if listed else "")
     return InboundStatus.DONE
 
 
