@@ -18,8 +18,8 @@ from pbmserv.commands.general import game_help
 from pbmserv.db.models import Board, User
 from pbmserv.db.status import RequestKind
 from pbmserv.games import AnyEngine
-from pbmserv.notifications import notes_for, notes_of
-from pbmserv.notifications.views import agreed_ending, board_subject, board_summary
+from pbmserv.notifications.notes import notes_for, notes_of
+from pbmserv.notifications.views import agreed_ending, board_subject, board_view, summary_text
 from pbmserv.render import render
 from pbmserv.service import limits
 from pbmserv.service.accounts import check_enabled, existing_user
@@ -60,10 +60,11 @@ def board_result(ctx: Context, engine: AnyEngine, board: Board, user: User | Non
                  template: str, *, new: bool = False, **context: Any) -> Result:
     """The reply to a command that changed a board: what it did, what followed, the board."""
     notes = notes_for(notes_of(board, ctx.new_events()), user)
+    view = board_view(ctx.session, engine, board)
     return Result(
-        render(template, engine=engine, board=board, notes=notes,
-               summary=board_summary(ctx.session, engine, board), **context),
-        subject=board_subject(engine, board, new=new), board=board,
+        render(template, engine=engine, board=board, notes=notes, summary=summary_text(view),
+               **context),
+        subject=board_subject(view, new=new), board=board,
     )
 
 

@@ -25,7 +25,8 @@ from pbmserv.db.status import AnswerKind, InboundStatus
 from pbmserv.games import ENGINES, get_engine
 from pbmserv.mail.addresses import address_key
 from pbmserv.mail.parse import ParsedMail
-from pbmserv.notifications import AnswerAsked, Notifier, answer_asked
+from pbmserv.notifications import Notifier
+from pbmserv.notifications.notes import AnswerAsked, answer_asked
 from pbmserv.notifications.outbox import Answered, answered, queue_mail
 from pbmserv.notifications.views import board_summary
 from pbmserv.processing.answers import (
