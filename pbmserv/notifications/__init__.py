@@ -12,6 +12,7 @@ caused it all are left out: the reply carries the board.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -31,6 +32,7 @@ from pbmserv.notifications.notes import (
     notes_of,
 )
 from pbmserv.notifications.outbox import queue_mail
+from pbmserv.notifications.replies import Reply, Section, compose
 from pbmserv.notifications.tournaments import tournament_mails
 from pbmserv.notifications.views import (
     BoardView,
@@ -131,6 +133,12 @@ class Notifier:
                                                board.takebacks, request),
                            user.credential_changes)
         return subaddress(self.settings.address, token)
+
+    def reply(self, sections: list[Section], *, reader: str, **context: Any) -> Reply:
+        """The reply to the mail that caused it all (see replies.compose): its sections
+        that show a board are rendered from the board's view, the view its board mails
+        are rendered from."""
+        return compose(self, sections, reader=reader, **context)
 
     def notify(self, events: Iterable[Event]) -> int:
         """Queue every mail the events call for; returns how many were queued."""
