@@ -64,7 +64,7 @@ def board_result(ctx: Context, board: Board, user: User | None, template: str, *
     ``user``) and the board, rendered with the board's view once the mail's commands
     have run."""
     return Result("", board=board, answer=BoardAnswer(
-        template, context, notes_of(board, ctx.new_events()), user, new))
+        template, context, notes=notes_of(board, ctx.new_events()), reader=user, new=new))
 
 
 def started_result(ctx: Context, board: Board, user: User | None) -> Result:

@@ -7,6 +7,11 @@ one board mail showing the board as it ends up, with notes on what happened
 games of that kind are told too.  A nag goes to the player to move; a chat message to
 everyone on the board but its writer.  Addresses that get the reply to the mail that
 caused it all are left out: the reply carries the board.
+
+Every mail that shows a board, and the reply (``Notifier.reply``, see replies.py), is
+rendered from one view of the board as it stands (views.BoardView), made once per
+state of the board; what is the reader's own (their notes, their reply address) is
+added on top of it.
 """
 
 from __future__ import annotations
