@@ -19,6 +19,7 @@ from pbmserv.db.models import Board, User
 from pbmserv.games import ENGINES, AnyEngine, get_engine
 from pbmserv.mail.addresses import address_key
 from pbmserv.mail.quotes import mask_addresses
+from pbmserv.notifications.replies import BoardAnswer
 from pbmserv.service.accounts import authenticate
 from pbmserv.service.budget import WorkBudget
 from pbmserv.service.errors import PlayerError
@@ -38,6 +39,9 @@ class Result:
     subject: str | None = None
     #: the board the reply shows, if one: a reader to move on it may answer by reply
     board: Board | None = None
+    #: a command that changed ``board`` says so in plain values, in place of ``text``:
+    #: its reply is rendered from the board's view, with the board's mails
+    answer: BoardAnswer | None = None
 
 
 @dataclass

@@ -10,7 +10,7 @@ from pbmserv.commands.args import (
     small_number,
 )
 from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
-from pbmserv.commands.play import board_result
+from pbmserv.commands.play import board_result, started_result
 from pbmserv.db.models import User
 from pbmserv.render import render
 from pbmserv.service import consent, limits
@@ -63,8 +63,7 @@ class Join(Command):
     def run(self, ctx: Context, inv: Invocation) -> Result:
         user = login(ctx, inv.args[1], inv.args[2])
         board = ctx.service.join(inv.engine, seek_number(inv.args[0]), user)
-        return board_result(ctx, inv.engine, board, user, "commands/challenge.txt.j2",
-                            new=True)
+        return started_result(ctx, board, user)
 
 
 @command
@@ -149,7 +148,7 @@ class Accept(Policy):
         user = login(ctx, inv.args[1], inv.args[2])
         board = load_board(ctx.session, inv.engine, board_number(inv.args[0]), lock=True)
         ctx.service.accept(board, user)
-        return board_result(ctx, inv.engine, board, user, "commands/accept_board.txt.j2",
+        return board_result(ctx, board, user, "commands/accept_board.txt.j2",
                             request=board.request_kind is not None
                             and board.request_by not in seats_of(board, user))
 

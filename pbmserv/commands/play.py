@@ -18,8 +18,9 @@ from pbmserv.commands.general import game_help
 from pbmserv.db.models import Board, User
 from pbmserv.db.status import RequestKind
 from pbmserv.games import AnyEngine
-from pbmserv.notifications import notes_for, notes_of
-from pbmserv.notifications.views import agreed_ending, board_subject, board_summary
+from pbmserv.notifications.notes import notes_of
+from pbmserv.notifications.replies import BoardAnswer
+from pbmserv.notifications.views import agreed_ending
 from pbmserv.render import render
 from pbmserv.service import limits
 from pbmserv.service.accounts import check_enabled, existing_user
@@ -56,15 +57,20 @@ def acting(ctx: Context, inv: Invocation) -> tuple[AnyEngine, Board, User]:
     return engine, board, user
 
 
-def board_result(ctx: Context, engine: AnyEngine, board: Board, user: User | None,
-                 template: str, *, new: bool = False, **context: Any) -> Result:
-    """The reply to a command that changed a board: what it did, what followed, the board."""
-    notes = notes_for(notes_of(board, ctx.new_events()), user)
-    return Result(
-        render(template, engine=engine, board=board, notes=notes,
-               summary=board_summary(ctx.session, engine, board), **context),
-        subject=board_subject(engine, board, new=new), board=board,
-    )
+def board_result(ctx: Context, board: Board, user: User | None, template: str, *,
+                 new: bool = False, **context: Any) -> Result:
+    """The reply to a command that changed a board: what it did (``template`` and the
+    plain values of ``context``), what followed (the notes of its events, worded for
+    ``user``) and the board, rendered with the board's view once the mail's commands
+    have run."""
+    return Result("", board=board, answer=BoardAnswer(
+        template, context, notes=notes_of(board, ctx.new_events()), reader=user, new=new))
+
+
+def started_result(ctx: Context, board: Board, user: User | None) -> Result:
+    """The reply to a command that started a board: who has yet to take it up."""
+    return board_result(ctx, board, user, "commands/challenge.txt.j2", new=True,
+                        waiting=[p.user.userid for p in board.players if p.accepted_at is None])
 
 
 @command
@@ -102,7 +108,7 @@ class Challenge(Command):
                                       forfeit_days=words.forfeit_days, sender=ctx.sender)
         # its players are mailed the new board, unasked (refused: no board is kept)
         ctx.mail_others(u.email for u in users if u.bot is None)
-        return board_result(ctx, engine, board, None, "commands/challenge.txt.j2", new=True)
+        return started_result(ctx, board, None)
 
 
 #: words written in place of a move, and what they do
@@ -145,13 +151,13 @@ class MoveCommand(Command):
             service.check_ply(board, at)
             return act(ctx, engine, board, user, word)
         notation = service.play(board, user, text, comment=ctx.comment, expected_ply=at)
-        return moved(ctx, engine, board, user, notation)
+        return moved(ctx, board, user, notation)
 
 
-def moved(ctx: Context, engine: AnyEngine, board: Board, user: User, notation: str) -> Result:
+def moved(ctx: Context, board: Board, user: User, notation: str) -> Result:
     """The reply to a move: what was played, and whose turn it is now."""
     nxt = None if board.finished else player_of(board, board.to_move)
-    return board_result(ctx, engine, board, user, "commands/move.txt.j2", notation=notation,
+    return board_result(ctx, board, user, "commands/move.txt.j2", notation=notation,
                         next_up=nxt.userid if nxt is not None and nxt.id != user.id else None,
                         next_bot=nxt is not None and nxt.bot is not None)
 
@@ -169,8 +175,7 @@ def act(ctx: Context, engine: AnyEngine, board: Board, user: User, word: str) ->
     else:
         service.decline(board, user, comment=ctx.comment)
     agreed = agreed_ending(engine, board) if word in ("propose", "draw") else None
-    return board_result(ctx, engine, board, user, "commands/act.txt.j2", word=word,
-                        agreed=agreed)
+    return board_result(ctx, board, user, "commands/act.txt.j2", word=word, agreed=agreed)
 
 
 def changes_of(session: Session, user_id: int) -> int:
@@ -210,7 +215,7 @@ def reply_move(ctx: Context, tag: str, text: str) -> Result:
     if move.lower() in MOVE_WORDS:
         return act(ctx, engine, board, user, move.lower())
     notation = service.play(board, user, move, comment=ctx.comment, expected_ply=token.ply)
-    return moved(ctx, engine, board, user, notation)
+    return moved(ctx, board, user, notation)
 
 
 #: what may be written to an address that answers a request ("decline": the offer)

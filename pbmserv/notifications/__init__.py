@@ -7,12 +7,16 @@ one board mail showing the board as it ends up, with notes on what happened
 games of that kind are told too.  A nag goes to the player to move; a chat message to
 everyone on the board but its writer.  Addresses that get the reply to the mail that
 caused it all are left out: the reply carries the board.
+
+Every mail that shows a board, and the reply (``Notifier.reply``, see replies.py), is
+rendered from one view of the board as it stands (views.BoardView), made once per
+state of the board; what is the reader's own (their notes, their reply address) is
+added on top of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
@@ -25,157 +29,41 @@ from pbmserv.db.status import DigestMode
 from pbmserv.games import AnyEngine
 from pbmserv.mail.addresses import subaddress
 from pbmserv.notifications.lists import NOTIFY, SPECTATOR, list_fields
+from pbmserv.notifications.notes import (
+    AnswerAsked,
+    answer_asked,
+    comments_of,
+    notes_for,
+    notes_of,
+)
 from pbmserv.notifications.outbox import queue_mail
+from pbmserv.notifications.replies import Reply, Section, compose
 from pbmserv.notifications.tournaments import tournament_mails
 from pbmserv.notifications.views import (
+    BoardView,
     board_subject,
-    board_summary,
-    board_summary_html,
+    board_view,
     status_line,
+    summary_html,
+    summary_text,
 )
 from pbmserv.render import html_mail, render, render_mail_html
 from pbmserv.service.boards import (
     engine_of,
     open_request_id,
     player_of,
-    seats_of,
     subscribers,
 )
 from pbmserv.service.events import (
-    BoardAccepted,
     BoardCreated,
     ChatSent,
     Event,
     GameFinished,
-    MovePlayed,
-    MoveTakenBack,
     NagDue,
-    QueueCleared,
-    RequestAnswered,
-    RequestLapsed,
-    RequestMade,
     TournamentEvent,
 )
 from pbmserv.service.mail_prefs import MailChoice, choices_of
 from pbmserv.service.reply_tokens import ReplyToken, make_token, server_secret
-
-
-@dataclass(frozen=True)
-class Note:
-    """One sentence about an event, for everyone or for one user only."""
-
-    kind: str
-    fields: dict[str, Any]
-    #: the user it is about, who reads it worded to them ("your offer ...")
-    subject_id: int | None = None
-    #: only this user reads it
-    only: int | None = None
-    #: the user whose act it reports: their own reply says it already
-    actor_id: int | None = None
-
-    def text(self, reader: User | None) -> str:
-        you = reader is not None and reader.id == self.subject_id
-        by_you = reader is not None and reader.id == self.actor_id
-        return " ".join(render("note.txt.j2", kind=self.kind, you=you, by_you=by_you,
-                               **self.fields).split())
-
-
-def _seat_user(board: Board, seat: int) -> User:
-    return player_of(board, seat)
-
-
-def notes_of(board: Board, events: Iterable[Event]) -> list[Note]:
-    """What the events on ``board`` say, in order."""
-    notes: list[Note] = []
-    for e in events:
-        if isinstance(e, BoardCreated) and e.seek is not None:
-            notes.append(Note("seek-joined", {"seek": e.seek}))
-        elif isinstance(e, BoardCreated) and e.tournament is not None:
-            notes.append(Note("tournament-board", {"tournament": e.tournament,
-                                                   "round": e.round}))
-        elif isinstance(e, BoardCreated):  # a challenge: each player may take it up
-            for player in board.players:
-                if player.accepted_at is None:
-                    notes.append(Note("challenge-board", {
-                        "userid": player.user.userid, "game": board.game,
-                        "number": board.number, "forfeit": board.forfeit_days},
-                        subject_id=player.user_id, only=player.user_id))
-        elif isinstance(e, BoardAccepted):
-            user = _seat_user(board, e.seat)
-            notes.append(Note("board-accepted", {"userid": user.userid},
-                              subject_id=user.id, actor_id=user.id))
-        elif isinstance(e, MovePlayed) and e.automatic:
-            user = _seat_user(board, e.seat)
-            notes.append(Note("queued-move", {"userid": user.userid, "notation": e.notation},
-                              subject_id=user.id))
-        elif isinstance(e, RequestMade):
-            user = _seat_user(board, e.seat)
-            notes.append(Note("request-made", {"userid": user.userid, "request": e.request},
-                              subject_id=user.id, actor_id=user.id))
-        elif isinstance(e, RequestAnswered):
-            asker, answerer = _seat_user(board, e.seat), _seat_user(board, e.by)
-            notes.append(Note("request-answered", {
-                "userid": asker.userid, "answerer": answerer.userid, "request": e.request,
-                "accepted": e.accepted}, subject_id=asker.id, actor_id=answerer.id))
-        elif isinstance(e, RequestLapsed):
-            asker, mover = _seat_user(board, e.seat), _seat_user(board, e.by)
-            notes.append(Note("request-lapsed", {
-                "userid": asker.userid, "mover": mover.userid, "request": e.request,
-                "own": e.seat == e.by}, subject_id=asker.id))
-        elif isinstance(e, MoveTakenBack):
-            # an undo of two moves is one note: the turn goes to the earlier mover
-            user = _seat_user(board, e.seat)
-            moves = [(e.ply, e.notation)]
-            if notes and notes[-1].kind == "taken-back":
-                moves = sorted([*notes.pop().fields["moves"], *moves])
-            notes.append(Note("taken-back", {"userid": user.userid, "moves": moves},
-                              subject_id=user.id))
-        elif isinstance(e, QueueCleared):
-            user = _seat_user(board, e.seat)
-            notes.append(Note("queue-cleared", {"expected": e.expected, "played": e.played},
-                              subject_id=user.id, only=user.id))
-    return notes
-
-
-def comments_of(board: Board, events: Iterable[Event]) -> list[tuple[str, str]]:
-    """(userid, comment) for every comment written with the events, in order."""
-    out = []
-    for e in events:
-        comment = getattr(e, "comment", None)
-        if not comment:
-            continue
-        seat = e.by if isinstance(e, GameFinished | RequestAnswered) else getattr(e, "seat", None)
-        if seat is not None:
-            out.append((_seat_user(board, seat).userid, comment))
-    return out
-
-
-def notes_for(notes: list[Note], reader: User | None) -> list[str]:
-    """The notes ``reader`` reads, worded for them."""
-    rid = reader.id if reader is not None else None
-    return [n.text(reader) for n in notes
-            if (n.only is None or n.only == rid) and (rid is None or n.actor_id != rid)]
-
-
-@dataclass(frozen=True)
-class AnswerAsked:
-    """An open request that a player who is not to move is asked to answer."""
-
-    #: "draw" or "undo"
-    request: str
-    #: who asked
-    requester: str
-
-
-def answer_asked(board: Board, user: User) -> AnswerAsked | None:
-    """What ``user`` is asked to answer on ``board`` while it is not their move (the
-    reply address of their board mail is then for that answer); None otherwise."""
-    if board.finished or board.request_kind is None or board.request_by is None:
-        return None
-    seats = seats_of(board, user)
-    if board.to_move in seats or not [s for s in seats if s != board.request_by]:
-        return None
-    return AnswerAsked(board.request_kind.value, player_of(board, board.request_by).userid)
 
 
 def awaits_bot(board: Board) -> bool:
@@ -251,6 +139,12 @@ class Notifier:
                            user.credential_changes)
         return subaddress(self.settings.address, token)
 
+    def reply(self, sections: list[Section], *, reader: str, **context: Any) -> Reply:
+        """The reply to the mail that caused it all (see replies.compose): its sections
+        that show a board are rendered from the board's view, the view its board mails
+        are rendered from."""
+        return compose(self, sections, reader=reader, **context)
+
     def notify(self, events: Iterable[Event]) -> int:
         """Queue every mail the events call for; returns how many were queued."""
         by_board: dict[int, list[Event]] = {}
@@ -303,8 +197,10 @@ class Notifier:
         new = any(isinstance(e, BoardCreated) for e in events)
         notes = notes_of(board, events)
         comments = comments_of(board, events)
-        summary = board_summary(self.session, engine, board)
-        subject = board_subject(engine, board, new=new, commented=bool(comments))
+        # every reader's mail is rendered from the one view of the board (the reply to
+        # the mail that caused it shows the same view)
+        view = board_view(self.session, engine, board)
+        subject = board_subject(view, new=new, commented=bool(comments))
         # a tournament pairs boards its players did not ask for: no reply carries them
         paired = any(isinstance(e, BoardCreated) and e.tournament for e in events)
         # a challenge's board: its players did not ask for it either
@@ -323,23 +219,22 @@ class Notifier:
             if (chosen is not None and chosen.digest is not DigestMode.OFF and not paired
                     and user.id in playing):
                 continue  # their digest tells them (it lists the boards they play)
+            # what is the reader's own, on top of the view
             reply_to = self.reply_address(board, user)
             answer = answer_asked(board, user) if reply_to is not None else None
             mine = notes_for(notes, user)
             # why a reader who does not play the board gets its mail, and how to stop it
             why = "" if user.id in playing else "watch" if user.id in watching else "notify"
-            parts = {"new": new, "notes": mine, "comments": comments,
+            parts = {"board": view, "new": new, "notes": mine, "comments": comments,
                      "by_reply": reply_to is not None, "answer": answer,
-                     "example": engine.forms_for(board.option_flags)[0],
-                     "why": why, "reader": user.userid, "engine": engine, "board": board}
-            body = render("board_mail.txt.j2", summary=summary, **parts)
+                     "example": view.example, "why": why, "reader": user.userid}
+            body = render("board_mail.txt.j2", summary=summary_text(view), **parts)
             html = None
             if chosen is None or chosen.html:
                 key = (tuple(mine), reply_to is not None, answer, why and why + user.userid)
                 if key not in drawn:  # the same for every reader with the same notes
                     drawn[key] = html_mail(subject, render_mail_html(
-                        "board_mail.html.j2",
-                        summary=board_summary_html(self.session, engine, board), **parts))
+                        "board_mail.html.j2", summary=summary_html(view), **parts))
                 html = drawn[key]
             listed = None if not why else list_fields(
                 self.session, self.settings, SPECTATOR if why == "watch" else NOTIFY, user,
@@ -347,30 +242,29 @@ class Notifier:
             self._send(user, subject, body, reply_to=reply_to, html=html, listed=listed,
                        unasked=challenged)
 
-    def _drawn(self, subject: str, body: str, board: Board) -> str | None:
-        """A text mail that shows ``board``'s summary as HTML, the board drawn in place
+    def _drawn(self, subject: str, body: str, view: BoardView) -> str | None:
+        """A text mail that shows the board's summary as HTML, the board drawn in place
         of the text board (None if the text holds no summary of it)."""
-        engine = engine_of(board)
-        summary = board_summary(self.session, engine, board)
+        summary = summary_text(view)
         if summary not in body:
             return None
         before, after = body.split(summary, 1)
         return html_mail(subject, render_mail_html(
             "text_with_board.html.j2", before=before.rstrip("\n"), after=after.strip("\n"),
-            summary=board_summary_html(self.session, engine, board)))
+            summary=summary_html(view)))
 
     def _nag(self, engine: AnyEngine, board: Board, event: NagDue) -> None:
         user = player_of(board, event.seat)
         if user.email.lower() in self.skip or board.finished or user.bot is not None:
             return
-        subject = render("subjects/nag.txt.j2", engine=engine, board=board, userid=user.userid)
+        view = board_view(self.session, engine, board)
+        subject = render("subjects/nag.txt.j2", board=view, userid=user.userid)
         reply_to = self.reply_address(board, user)
-        body = render("nag.txt.j2", engine=engine, board=board, userid=user.userid,
-                      event=event, summary=board_summary(self.session, engine, board),
-                      by_reply=reply_to is not None, answer=None,
-                      example=engine.forms_for(board.option_flags)[0])
+        body = render("nag.txt.j2", board=view, userid=user.userid, event=event,
+                      summary=summary_text(view), by_reply=reply_to is not None, answer=None,
+                      example=view.example)
         chosen = self.choices([user]).get(user.id)
-        html = self._drawn(subject.strip(), body, board) if chosen is None or chosen.html \
+        html = self._drawn(subject.strip(), body, view) if chosen is None or chosen.html \
             else None
         self._send(user, subject.strip(), body, reply_to=reply_to, html=html)
 

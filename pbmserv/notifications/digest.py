@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from pbmserv.db.models import Board, BoardEvent, BoardPlayer, User
 from pbmserv.db.status import BoardStatus
 from pbmserv.games import AnyEngine
-from pbmserv.notifications import comments_of, notes_of
+from pbmserv.notifications.notes import comments_of, notes_of
 from pbmserv.notifications.views import board_summary, status_line
 from pbmserv.render import render
 from pbmserv.service.boards import engine_of, player_of

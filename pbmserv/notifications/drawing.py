@@ -92,19 +92,21 @@ _CELLS = HexCells()
 _MAIL_CELLS = HexCells()
 
 
-def html_template(engine: AnyEngine) -> str:
-    return f"boards/{engine.name}.html.j2"
-
-
 def diagram_html(engine: AnyEngine, position: Any, before: Any = None, *,
                  mail: bool = False) -> Markup:
     """The board in ``position`` as an HTML table; with ``before`` (the position
     before the last move), the cells that move changed are marked.  For ``mail``, its
     elements carry their styles (``render.render_mail_html``)."""
-    view = engine.view(position)
-    old = None if before is None else engine.view(before)
+    return drawn_html(engine.name, engine.view(position),
+                      None if before is None else engine.view(before), mail=mail)
+
+
+def drawn_html(game: str, view: dict[str, Any], before: dict[str, Any] | None, *,
+               mail: bool = False) -> Markup:
+    """The same from the engine's views of the two positions (a board's view holds
+    them: notifications.views.BoardView)."""
     draw = render_mail_html if mail else render_html
-    return draw(html_template(engine), view=view, squares=squares(view, old),
+    return draw(f"boards/{game}.html.j2", view=view, squares=squares(view, before),
                 cells=_MAIL_CELLS if mail else _CELLS)
 
 
@@ -127,8 +129,7 @@ def positions_around(session: Session, engine: AnyEngine, board: Board,
 
 
 def board_diagram_html(session: Session, engine: AnyEngine, board: Board,
-                       ply: int | None = None, *, mail: bool = False) -> Markup:
-    """The board as it stands (or after move ``ply``), its last move marked."""
-    position, before = positions_around(session, engine, board,
-                                        board.ply if ply is None else ply)
-    return diagram_html(engine, position, before, mail=mail)
+                       ply: int) -> Markup:
+    """The board after move ``ply``, that move marked (as the board stands: its view
+    has it drawn)."""
+    return diagram_html(engine, *positions_around(session, engine, board, ply))

@@ -1,12 +1,24 @@
-"""What a board looks like in mail: its summary (text, and HTML), status line and
-subject lines.
+"""What a board looks like in mail and on the web: its view, and what is rendered from
+it.
+
+A ``BoardView`` is the board as it stands, in plain data: players, clocks, the move
+list, the status line, and the engine's ``view`` of the position and of the one
+before the last move.  It is built once per state of the board (``board_view``): a
+move's reply, its board mails (text and HTML, for every reader) and their subjects
+are all rendered from the one view, each piece once (``summary_text``,
+``summary_html``, ``board_subject``), and the web page's board is rendered from a
+view too.  What differs from one reader to the next (notes worded for them, their
+reply address) is added by the mail's own template, on top of the view.
 
 Plain data goes in, text comes out of the templates; nothing here changes a board.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar, cast
 
 from markupsafe import Markup
 from sqlalchemy import bindparam, select
@@ -17,9 +29,9 @@ from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import RequestKind
 from pbmserv.games import AnyEngine
 from pbmserv.games.base import Termination
-from pbmserv.notifications.drawing import board_diagram_html
+from pbmserv.notifications.drawing import drawn_html
 from pbmserv.render import render, render_mail_html
-from pbmserv.service.boards import player_of, position_of, subscribers
+from pbmserv.service.boards import player_of, position_at, position_of, subscribers
 from pbmserv.service.ratings import change_lines
 
 #: rounds of moves a board mail shows (the latest)
@@ -28,9 +40,8 @@ SHOWN_ROUNDS = 20
 LISTED_ROUNDS = 2000
 #: rounds of moves a board's web page lists, around the move it shows
 PAGE_ROUNDS = 100
-#: where rendered summaries are kept for the session's lifetime
-SUMMARY_CACHE = "pbmserv.summaries"
-SUMMARY_CONTEXTS = "pbmserv.summary_contexts"
+#: where the views made are kept for the session's lifetime (the latest of each board)
+VIEWS = "pbmserv.board_views"
 _MOVES = Prepared(select(Move.ply, Move.notation, Move.created_at)
                   .where(Move.board_id == bindparam("board"), Move.ply >= bindparam("first"),
                          Move.ply <= bindparam("last"))
@@ -38,6 +49,160 @@ _MOVES = Prepared(select(Move.ply, Move.notation, Move.created_at)
 #: the time of the last move
 _LAST = Prepared(select(Move.created_at).where(Move.board_id == bindparam("board"),
                                                 Move.ply == bindparam("ply")))
+
+#: a seat's name, its player's userid and the seconds they have used
+Seat = tuple[str, str, int]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, eq=False)
+class BoardView:
+    """A board as every mail and page shows it, in plain data (see ``board_view``).
+    Templates get it as ``board``: ``board.number``, ``board.status``, ``board.rows``..."""
+
+    id: int
+    #: the game's name and title
+    game: str
+    title: str
+    number: int
+    options: str
+    ply: int
+    finished: bool
+    created_at: datetime
+    #: the time of the last move itself (an undo or an offer changes the board later)
+    last_move_at: datetime | None
+    nag_days: int
+    forfeit_days: int
+    players: tuple[Seat, ...]
+    #: the time of those who have moved (one who has not has used none yet)
+    timed: tuple[Seat, ...]
+    #: the userids of its subscribers
+    watchers: tuple[str, ...]
+    #: the status line: whose turn, an open offer, the result
+    status: str
+    #: who is to move (None: the game is over), and whether that is a bot
+    to_move: str | None
+    bot_to_move: bool
+    #: the moves shown, a row a round: (round, [notation, ...])
+    rows: list[tuple[int, list[str]]]
+    #: how many moves before the first shown are not shown, and after the last (a web
+    #: page's window around a move)
+    hidden: int
+    later: int
+    #: every move was asked for ('show'), and the most such a list holds
+    full: bool
+    listed_most: int
+    #: the rating changes of a finished game
+    ratings: list[str]
+    #: how a move is written (the first form): the example of an answer by reply
+    example: str
+    #: the engine's view of the position (``template`` draws it in text, and
+    #: boards/<game>.html.j2 in HTML), and of the position before the last move (None
+    #: at the start): the cells that move changed are marked
+    template: str
+    position: dict[str, Any]
+    before: dict[str, Any] | None
+    #: the pieces rendered from this view, each once (see ``_drawn``)
+    drawn: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+
+def board_view(session: Session, engine: AnyEngine, board: Board, *,
+               full: bool = False, around: int | None = None) -> BoardView:
+    """The view of ``board`` as it stands: the latest ``SHOWN_ROUNDS`` rounds of moves
+    (a mail costs the same at move 1,000 as at move 10), or with ``full`` the latest
+    ``LISTED_ROUNDS`` (every move of all but the longest games), or ``PAGE_ROUNDS``
+    around move ``around`` (a web page).  Made once per state of the board in a
+    session, however many mails and pages show it."""
+    session.flush()  # the newest move belongs in the list
+    watchers = tuple(u.userid for u in subscribers(session, board))
+    key = (board.ply, board.status, board.request_kind, board.request_by, board.updated_at,
+           watchers)
+    views: dict[tuple[int, bool, int | None], tuple[Any, BoardView]] = \
+        session.info.setdefault(VIEWS, {})
+    known = views.get((board.id, full, around))
+    if known is not None and known[0] == key:
+        return known[1]
+    seats = len(engine.seats)
+    rounds = PAGE_ROUNDS if around is not None else LISTED_ROUNDS if full else SHOWN_ROUNDS
+    first, last = listed(board, seats, rounds, around)
+    connection = session.connection()
+    moves = _MOVES.rows(connection, {"board": board.id, "first": first, "last": last})
+    rows: list[tuple[int, list[str]]] = []
+    for ply, notation, _ in moves:
+        if (ply - 1) % seats == 0 or not rows:
+            rows.append(((ply - 1) // seats + 1, []))
+        rows[-1][1].append(notation)
+    if last == board.ply:
+        last_move_at = moves[-1][2] if moves else None
+    else:
+        found = _LAST.rows(connection, {"board": board.id, "ply": board.ply})
+        last_move_at = found[0][0] if found else None
+    players = tuple((engine.seats[p.seat], p.user.userid, p.time_used) for p in board.players)
+    moved = tuple(s for s, p in zip(players, board.players, strict=True) if p.seat < board.ply)
+    mover = None if board.finished else player_of(board, board.to_move)
+    view = BoardView(
+        id=board.id, game=engine.name, title=engine.title, number=board.number,
+        options=board.options, ply=board.ply, finished=board.finished,
+        created_at=board.created_at, last_move_at=last_move_at,
+        nag_days=board.nag_days, forfeit_days=board.forfeit_days, players=players,
+        timed=moved,
+        watchers=watchers, status=status_line(engine, board),
+        to_move=None if mover is None else mover.userid,
+        bot_to_move=mover is not None and mover.bot is not None,
+        rows=rows, hidden=first - 1, later=board.ply - last, full=full,
+        listed_most=LISTED_ROUNDS * seats,
+        ratings=change_lines(session, board) if board.finished else [],
+        example=engine.forms_for(board.option_flags)[0],
+        template=engine.board_template(),
+        position=engine.view(position_of(engine, board)),
+        before=engine.view(position_at(session, engine, board, board.ply - 1))
+        if board.ply else None,
+    )
+    views[(board.id, full, around)] = (key, view)
+    return view
+
+
+def summary_text(view: BoardView) -> str:
+    """The board's summary for text mail (summary.txt.j2), the board drawn in text."""
+    return _drawn(view, "text", lambda: render(
+        "summary.txt.j2", board=view,
+        diagram=render(view.template, view=view.position)))
+
+
+def summary_html(view: BoardView) -> Markup:
+    """The same summary in HTML for mail (summary.html.j2): the board drawn as a table
+    with the cells of the last move marked, the move list with the last move marked.
+    Its elements carry the styles of boards/board.css (``render.render_mail_html``):
+    give it to a mail template rendered the same way."""
+    return _drawn(view, "html", lambda: render_mail_html(
+        "summary.html.j2", board=view, diagram=drawn_html(view.game, view.position,
+                                                          view.before, mail=True)))
+
+
+def board_subject(view: BoardView, *, new: bool = False, commented: bool = False) -> str:
+    """The subject of a board mail, or of the reply to a command that changed it."""
+    return _drawn(view, ("subject", new, commented), lambda: render(
+        "subjects/board.txt.j2", board=view, new=new, commented=commented).strip())
+
+
+def _drawn(view: BoardView, piece: Any, draw: Callable[[], T]) -> T:
+    """``piece`` of ``view``, rendered by ``draw`` the first time it is asked for."""
+    found = view.drawn.get(piece)
+    if found is None:
+        found = view.drawn[piece] = draw()
+    return cast(T, found)
+
+
+def board_summary(session: Session, engine: AnyEngine, board: Board, *,
+                  full: bool = False) -> str:
+    """The text summary of a board as it stands (``full``: every move listed)."""
+    return summary_text(board_view(session, engine, board, full=full))
+
+
+def board_summary_html(session: Session, engine: AnyEngine, board: Board, *,
+                       full: bool = False) -> Markup:
+    """The HTML summary of a board as it stands, for mail (see ``summary_html``)."""
+    return summary_html(board_view(session, engine, board, full=full))
 
 
 def status_line(engine: AnyEngine, board: Board) -> str:
@@ -73,6 +238,7 @@ def agreed_ending(engine: AnyEngine, board: Board) -> str | None:
 
 
 def diagram(engine: AnyEngine, position: Any) -> str:
+    """Any position of the game drawn in text (a board's own is in its view)."""
     return render(engine.board_template(), view=engine.view(position))
 
 
@@ -87,106 +253,3 @@ def listed(board: Board, seats: int, rounds: int, around: int | None = None) -> 
     end_round = min(last_round, first_round + rounds - 1)
     first_round = max(0, end_round - rounds + 1)
     return first_round * seats + 1, min(board.ply, (end_round + 1) * seats)
-
-
-def summary_context(session: Session, engine: AnyEngine, board: Board,
-                    watchers: tuple[str, ...], *, full: bool = False,
-                    around: int | None = None) -> dict[str, Any]:
-    """What a summary shows, for summary.txt.j2 and summary.html.j2 alike (each adds
-    its own ``diagram``): the latest ``SHOWN_ROUNDS`` rounds of moves, or with
-    ``full`` the latest ``LISTED_ROUNDS`` (every move of all but the longest games),
-    or ``PAGE_ROUNDS`` around move ``around`` (a web page)."""
-    seats = len(engine.seats)
-    rounds = PAGE_ROUNDS if around is not None else LISTED_ROUNDS if full else SHOWN_ROUNDS
-    first, last = listed(board, seats, rounds, around)
-    connection = session.connection()
-    moves = _MOVES.rows(connection, {"board": board.id, "first": first, "last": last})
-    rows: list[tuple[int, list[str]]] = []
-    for ply, notation, _ in moves:
-        if (ply - 1) % seats == 0 or not rows:
-            rows.append(((ply - 1) // seats + 1, []))
-        rows[-1][1].append(notation)
-    if last == board.ply:
-        last_move_at = moves[-1][2] if moves else None
-    else:
-        found = _LAST.rows(connection, {"board": board.id, "ply": board.ply})
-        last_move_at = found[0][0] if found else None
-    return {
-        "title": engine.title,
-        "game": engine.name,
-        "board": board,
-        "players": [(engine.seats[p.seat], p.user.userid, p.time_used) for p in board.players],
-        # the time of those who have moved (one who has not has used none yet)
-        "timed": [(engine.seats[p.seat], p.user.userid, p.time_used) for p in board.players
-                  if p.seat < board.ply],
-        "watchers": watchers,
-        "status": status_line(engine, board),
-        "to_move": None if board.finished else player_of(board, board.to_move).userid,
-        "bot_to_move": not board.finished and player_of(board, board.to_move).bot is not None,
-        "rows": rows,
-        # moves left out of the list: before it, and after it (a web page's window)
-        "hidden": first - 1,
-        "later": board.ply - last,
-        "full": full,
-        "listed_most": LISTED_ROUNDS * seats,
-        # the time of the last move itself (an undo or an offer changes the board later)
-        "last_move_at": last_move_at,
-        "ratings": change_lines(session, board) if board.finished else [],
-    }
-
-
-def board_summary(session: Session, engine: AnyEngine, board: Board, *,
-                  full: bool = False) -> str:
-    """The summary of a board as it stands.  Board mails show the latest
-    ``SHOWN_ROUNDS`` rounds of moves (``full``: every move), so a mail costs the same at
-    move 1,000 as at move 10; it is rendered once per state of the board, however many
-    mails carry it."""
-    return _summary(session, engine, board, full=full, html=False)
-
-
-def board_summary_html(session: Session, engine: AnyEngine, board: Board, *,
-                       full: bool = False) -> Markup:
-    """The same summary in HTML for mail (summary.html.j2): the board drawn as a table
-    with the cells of the last move marked, the move list with the last move marked.
-    Its elements carry the styles of boards/board.css (``render.render_mail_html``):
-    give it to a mail template rendered the same way."""
-    return Markup(_summary(session, engine, board, full=full, html=True))
-
-
-def _summary(session: Session, engine: AnyEngine, board: Board, *, full: bool,
-             html: bool) -> str:
-    session.flush()  # the newest move belongs in the list
-    watchers = tuple(u.userid for u in subscribers(session, board))
-    key = (board.ply, board.status, board.request_kind, board.request_by, board.updated_at,
-           watchers, full)
-    cache: dict[tuple[int, bool], tuple[Any, str]] = session.info.setdefault(SUMMARY_CACHE, {})
-    cached = cache.get((board.id, html))
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    # the text and the HTML summary of one state share their context (one read of the
-    # moves); each adds its own diagram
-    contexts: dict[int, tuple[Any, dict[str, Any]]] = session.info.setdefault(
-        SUMMARY_CONTEXTS, {})
-    known = contexts.get(board.id)
-    if known is not None and known[0] == key:
-        context = known[1]
-    else:
-        context = summary_context(session, engine, board, watchers, full=full)
-        contexts[board.id] = (key, context)
-    if html:
-        text: str = render_mail_html("summary.html.j2",
-                                     diagram=board_diagram_html(session, engine, board,
-                                                                mail=True), **context)
-    else:
-        text = render("summary.txt.j2", diagram=diagram(engine, position_of(engine, board)),
-                      **context)
-    cache[(board.id, html)] = (key, text)
-    return text
-
-
-def board_subject(engine: AnyEngine, board: Board, *, new: bool = False,
-                  commented: bool = False) -> str:
-    return render("subjects/board.txt.j2", engine=engine, board=board, new=new,
-                  commented=commented,
-                  to_move=None if board.finished else player_of(board, board.to_move).userid
-                  ).strip()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select
@@ -25,9 +24,9 @@ from pbmserv.db.status import AnswerKind, InboundStatus
 from pbmserv.games import ENGINES, get_engine
 from pbmserv.mail.addresses import address_key
 from pbmserv.mail.parse import ParsedMail
-from pbmserv.notifications import AnswerAsked, Notifier, answer_asked
+from pbmserv.notifications import Notifier
 from pbmserv.notifications.outbox import Answered, answered, queue_mail
-from pbmserv.notifications.views import board_summary
+from pbmserv.notifications.replies import BoardAnswer, Section, folded, pin
 from pbmserv.processing.answers import (
     DAY,
     account_address,
@@ -44,7 +43,6 @@ from pbmserv.processing.bounces import handle_bounce
 from pbmserv.processing.unsubscribe import handle_unsubscribe
 from pbmserv.render import render
 from pbmserv.service.accounts import has_account
-from pbmserv.service.boards import engine_of, player_of
 from pbmserv.service.bounces import resume
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import GameService
@@ -55,20 +53,6 @@ log = logging.getLogger(__name__)
 TRANSIENT_RETRIES = 5
 #: a command line longer than this is refused unread
 MAX_LINE = 1000
-
-
-@dataclass
-class Section:
-    """One command's part of the reply."""
-
-    command: str
-    ok: bool
-    text: str
-    subject: str
-    #: the board the section shows, if one
-    board: Board | None = None
-    #: how many more lines of the mail were refused with the very same words
-    repeats: int = 0
 
 
 #: what a line that is no command is quoted as, to a stranger
@@ -140,8 +124,9 @@ def run_line(ctx: Context, line: str, *, proving: bool = False) -> Section:
             result: Result = cmd.run(ctx, inv)
             if proving and ctx.logins == logins_before:
                 raise _NotProved
-        return Section(cmd.masked(inv), True, result.text,
-                       result.subject or f"pbmserv: {inv.verb}", result.board)
+        return Section(cmd.masked(inv), True, result.text, result.subject or (
+            None if result.answer else f"pbmserv: {inv.verb}"), result.board,
+            answer=result.answer)
     except _NotProved:
         del ctx.service.events[ctx.events_mark:]
         ctx.secret_reply = secret_reply
@@ -177,18 +162,15 @@ def refusal(ctx: Context, exc: PlayerError, quoted: str, usage: str | None,
     if exc.failed_keys:  # charged outside the savepoint, so that it sticks
         record_failure(ctx.session, exc.failed_keys, utcnow())
     engine = get_engine(exc.board.game) if exc.board is not None else None
-    summary = None
-    if exc.board is not None and engine is not None:
-        ctx.session.refresh(exc.board)
-        summary = board_summary(ctx.session, engine, exc.board)
     message = unquoted(exc.message, hidden) if hidden else exc.message
-    text = render("error.txt.j2", message=message, usage=usage, summary=summary,
-                  hint=exc.hint)
-    if exc.board is not None and engine is not None:
-        subject = f"{engine.title} Board {exc.board.number} Error"
-    else:
-        subject = "pbmserv: error"
-    return Section(quoted, False, text, subject, exc.board)
+    said = {"message": message, "usage": usage, "hint": exc.hint}
+    if exc.board is None or engine is None:
+        return Section(quoted, False, render("error.txt.j2", summary=None, **said),
+                       "pbmserv: error", exc.board)
+    ctx.session.refresh(exc.board)
+    # the board as it stands is shown below the error (from its view, with the reply)
+    return Section(quoted, False, "", f"{engine.title} Board {exc.board.number} Error",
+                   exc.board, answer=BoardAnswer("error.txt.j2", said))
 
 
 def run_reply(ctx: Context, tag: str, move: str) -> Section:
@@ -198,8 +180,8 @@ def run_reply(ctx: Context, tag: str, move: str) -> Section:
     try:
         with ctx.session.begin_nested():
             result = reply_move(ctx, tag, move)
-        return Section(quoted, True, result.text, result.subject or "pbmserv: move",
-                       result.board)
+        return Section(quoted, True, result.text, result.subject or (
+            None if result.answer else "pbmserv: move"), result.board, answer=result.answer)
     except PlayerError as exc:
         return refusal(ctx, exc, quoted, None)
 
@@ -213,77 +195,13 @@ def board_reply_section(ctx: Context, game: str, number: int, *,
     assert engine is not None
     board = ctx.session.scalar(select(Board).where(Board.game == engine.name,
                                                    Board.number == number))
-    summary = board_summary(ctx.session, engine, board) if board is not None else None
-    text = render("board_reply.txt.j2", engine=engine, number=number, board=board,
-                  summary=summary, by_reply=by_reply)
-    return Section("", False, text, f"{engine.title} Board {number}: how to move", board)
-
-
-def _reply_address(notifier: Notifier, sections: list[Section],
-                   reader: str) -> tuple[str | None, str, AnswerAsked | None]:
-    """The reply address for the reply, a move to show as an example, and the request
-    the address answers (None: it is for a move): when the reply shows one board and
-    its reader plays there, to move or to answer their opponent's request."""
-    board = sections[0].board if len(sections) == 1 else None
-    if board is None or board.finished:
-        return None, "", None
-    readers = [p.user for p in board.players if p.user.email.lower() == reader.lower()]
-    if not readers:
-        return None, "", None
-    mover = player_of(board, board.to_move)
-    user = mover if mover in readers else readers[0]
-    address = notifier.reply_address(board, user)
-    if address is None:
-        return None, "", None
-    return address, engine_of(board).forms_for(board.option_flags)[0], answer_asked(board, user)
-
-
-def folded(sections: list[Section]) -> list[Section]:
-    """The sections with each refusal said once: a later one in the very same words
-    (fifty lines that are no command, say) is counted on the first instead."""
-    out: list[Section] = []
-    first: dict[tuple[str, str], Section] = {}
-    for section in sections:
-        key = (section.command, section.text)
-        if not section.ok and section.board is None and key in first:
-            first[key].repeats += 1
-            continue
-        if not section.ok:
-            first.setdefault(key, section)
-        out.append(section)
-    return out
-
-
-#: what a reply needs beside its sections (the footer, a note of what is left out)
-_REPLY_ROOM = 1024
-
-
-def capped(sections: list[Section], cap: int) -> list[Section]:
-    """The sections of a reply that fit in ``cap`` bytes, the last one cut if need be;
-    the commands whose replies are left out were run all the same, and a last section
-    says so."""
-    budget = cap - _REPLY_ROOM
-    out: list[Section] = []
-    used = 0
-    for place, section in enumerate(sections):
-        size = len(section.command.encode()) + len(section.text.encode()) + 100
-        if used + size <= budget:
-            out.append(section)
-            used += size
-            continue
-        room = budget - used - len(section.command.encode()) - 100
-        if room >= _REPLY_ROOM:  # enough room to show the start of it
-            text = section.text.encode()[:room].decode(errors="ignore")
-            text = text[:text.rfind("\n") + 1] if "\n" in text else text
-            out.append(Section(section.command, section.ok, text + "\n" + render(
-                "capped.txt.j2", cap=cap, cut=True, left=0), section.subject, section.board))
-            place += 1
-        left = len(sections) - place
-        if left:
-            out.append(Section("", False, render("capped.txt.j2", cap=cap, cut=False,
-                                                 left=left), ""))
-        break
-    return out
+    subject = f"{engine.title} Board {number}: how to move"
+    said = {"number": number, "by_reply": by_reply}
+    if board is None:
+        return Section("", False, render("board_reply.txt.j2", engine=engine, board=None,
+                                         summary=None, **said), subject)
+    return Section("", False, "", subject, board, answer=BoardAnswer("board_reply.txt.j2",
+                                                                     said))
 
 
 def handle(session: Session, settings: Settings, inbound_id: int,
@@ -349,7 +267,10 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     elif mail.reply_tag and mail.reply_move:
         sections = [run_reply(ctx, mail.reply_tag, mail.reply_move)]
     else:
-        sections = [run_line(ctx, line, proving=listed) for line in mail.commands]
+        sections = []
+        for line in mail.commands:
+            pin(session, sections)  # the boards shown so far, as the commands left them
+            sections.append(run_line(ctx, line, proving=listed))
     if secrets is not None:
         secrets.update(ctx.passwords, secret_words(mail.commands))
     if listed and not ctx.proved:
@@ -363,11 +284,6 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     if not sections:
         sections = [Section("", False, render("no_command.txt.j2"), "pbmserv: no command found")]
     sections = folded(sections)
-    if len(sections) == 1:
-        subject = sections[0].subject
-    else:
-        failed = sum(not s.ok for s in sections)
-        subject = f"pbmserv: {len(sections)} commands" + (f", {failed} refused" if failed else "")
 
     def scrub(text: str) -> str:  # the last guard: no password of this mail goes out
         return mask_words(text, ctx.passwords)
@@ -396,19 +312,15 @@ def handle(session: Session, settings: Settings, inbound_id: int,
         log.info("message %s from %s: %s; %d mail(s) queued", inbound_id, mail.reply_to,
                  mail.silent_reason, queued)
         return InboundStatus.DONE
-    reply_to, example, answer = _reply_address(notifier, sections, answer_to)
-    extra = {"by_reply": reply_to is not None, "example": example, "answer": answer,
-             "resumed": resumed, "last": last, "via_list": mail.via_list,
-             "password_seen": listed and bool(ctx.passwords), "settings": settings}
-    body = render("reply.txt.j2", sections=sections, **extra)
-    if len(body.encode()) > settings.max_reply_size:
-        body = render("reply.txt.j2", sections=capped(sections, settings.max_reply_size),
-                      **extra)
+    # the sections that show a board are rendered from its view, as its board mails are
+    reply = notifier.reply(sections, reader=answer_to, resumed=resumed, last=last,
+                           via_list=mail.via_list,
+                           password_seen=listed and bool(ctx.passwords))
     # text only: the reply to one's own command is on the hot path of every move, and
     # an HTML part there cost 15 % of the moves a second (docs/benchmarks.md)
-    queue_mail(session, settings, to=answer_to, subject=scrub(subject), body=scrub(body),
-               inbound_id=inbound_id, in_reply_to=mail.message_id, reply_to=reply_to,
-               secret=ctx.secret_reply, kind=kind)
+    queue_mail(session, settings, to=answer_to, subject=scrub(reply.subject),
+               body=scrub(reply.body), inbound_id=inbound_id, in_reply_to=mail.message_id,
+               reply_to=reply.reply_to, secret=ctx.secret_reply, kind=kind)
     queued = 1 + notifier.notify(ctx.service.events)
     # what was asked is logged by verb only: command lines may hold passwords
     log.info("message %s from %s: %s; %d mail(s) queued%s", inbound_id, answer_to,

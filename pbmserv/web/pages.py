@@ -17,12 +17,12 @@ from pbmserv.db.models import Board
 from pbmserv.db.session import Database
 from pbmserv.db.status import BoardStatus
 from pbmserv.games import ENGINES, AnyEngine, get_engine
-from pbmserv.notifications.drawing import board_diagram_html
-from pbmserv.notifications.views import status_line, summary_context
+from pbmserv.notifications.drawing import board_diagram_html, drawn_html
+from pbmserv.notifications.views import board_view, status_line
 from pbmserv.ratings import PROVISIONAL_RD, format_rating
 from pbmserv.render import render_html
 from pbmserv.service.accounts import shown_user, similar_userid
-from pbmserv.service.boards import load_board, moves_of, subscribers
+from pbmserv.service.boards import load_board, moves_of
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.pages import tournaments_page
 from pbmserv.service.ratings import rating_of
@@ -114,16 +114,16 @@ class Pages:
             if ply > board.ply:
                 raise HTTPException(404, f"board {board.number} has moves 1 to {board.ply}; "
                                     f"there is no move {ply}")
-            watchers = tuple(u.userid for u in subscribers(session, board))
             # the moves around the one shown, however long the game
-            context = summary_context(session, engine, board, watchers, around=ply)
+            view = board_view(session, engine, board, around=ply)
             moves = {move.ply: move for move in moves_of(
-                session, board, context["hidden"] + 1, board.ply - context["later"])}
-            return self._page(
-                "board.html.j2", engine=engine, ply=ply, moves=moves,
-                shown=moves.get(ply),
-                diagram=board_diagram_html(session, engine, board, ply),
-                tournament=queries.tournament_of(session, board), **context)
+                session, board, view.hidden + 1, board.ply - view.later)}
+            # the page adds to the board's view: any move's position, the comments
+            diagram = (drawn_html(view.game, view.position, view.before) if ply == view.ply
+                       else board_diagram_html(session, engine, board, ply))
+            return self._page("board.html.j2", board=view, ply=ply, moves=moves,
+                              shown=moves.get(ply), diagram=diagram,
+                              tournament=queries.tournament_of(session, board))
 
     def _board(self, session: Session, engine: AnyEngine, number: int) -> Board:
         try:
