@@ -12,6 +12,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from datetime import date
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import unquote
@@ -129,6 +130,19 @@ class Settings:
     imap_poll: int = 60
     #: "flag", "delete" or "move:FOLDER": what is done to a stored mail on the server
     imap_done: str = "flag"
+    #: the longest the IMAP reader says nothing to the server (a NOOP, or IDLE ended
+    #: and begun again): a connection gone silent is noticed within this and a minute
+    imap_keepalive: int = 60
+    #: which mail of the folder is taken: "now" (what comes after the first read),
+    #: "all", or what came on or after a day ("2026-11-01")
+    imap_since: str = "now"
+    #: the envelope sender: True, one address per mail (VERP, user+bounce-...@); False,
+    #: the relay login's own address (else the game address); None: VERP unless the
+    #: relay has a login (a provider's submission server wants its own address)
+    verp: bool | None = None
+    #: seconds after which mail not moving makes the server unhealthy: a relay that
+    #: refused or deferred every mail for this long
+    health_mail_age: int = 300
     #: whether mail for ``user+tag@`` reaches the mailbox: move-by-reply addresses use
     #: it; without, the tag travels in the Reply-To's name and the Subject
     subaddressing: bool = True
@@ -246,6 +260,19 @@ class Settings:
             kwargs.update(relay=(relay.host, relay.port), relay_scheme=relay.scheme,
                           relay_user=relay.user)
         return cls(**kwargs)
+
+    @property
+    def uses_verp(self) -> bool:
+        """Whether each mail goes out from an address of its own (``verp``; by default
+        only without a relay login)."""
+        return self.verp if self.verp is not None else not self.relay_user
+
+    @property
+    def login_address(self) -> str:
+        """The envelope sender without VERP: the relay login when it is an address (a
+        provider takes mail from its own address), else the game address."""
+        user = self.relay_user.lower()
+        return user if "@" in user.strip("@") else self.address
 
     @property
     def relay_target(self) -> Relay | None:
@@ -388,6 +415,23 @@ def _imap_done(raw: Any) -> str:
     if text.lower().startswith(IMAP_MOVE) and text[len(IMAP_MOVE):].strip():
         return IMAP_MOVE + text[len(IMAP_MOVE):].strip()
     raise ValueError("flag, delete, or move:FOLDER (move:Processed)")
+
+
+def _imap_since(raw: Any) -> str:
+    text = _text(raw).lower()
+    if text in ("now", "all"):
+        return text
+    try:
+        return date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise ValueError("now (mail that comes after the first read), all, or a day "
+                         "like 2026-11-01") from None
+
+
+def _flag_or_auto(raw: Any) -> bool | None:
+    if isinstance(raw, str) and _text(raw).lower() in ("", "auto"):
+        return None
+    return _flag(raw)
 
 
 def _seconds(raw: Any) -> int:
@@ -599,6 +643,16 @@ KEYS: dict[str, tuple[str, str]] = {
     "imap_poll": ("imap_poll", "seconds between looks at a mailbox whose server has no IDLE"),
     "imap_done": ("imap_done", "what is done to a mail on the IMAP server once stored: flag, "
                                "delete or move:FOLDER"),
+    "imap_keepalive": ("imap_keepalive", "the longest the IMAP reader stays silent, in "
+                                         "seconds: a dead connection is noticed within it"),
+    "imap_since": ("imap_since", "which mail of the IMAP folder is answered: now (what comes "
+                                 "after the first read), all, or from a day (2026-11-01)"),
+    "verp": ("verp", "envelope sender: true, one address per mail (user+bounce-...@); "
+                     "false, the relay login's own address; auto: VERP unless the relay "
+                     "has a login"),
+    "health_mail_age": ("health_mail_age", "seconds after which mail that is not moving "
+                                           "makes the server unhealthy (a relay refusing "
+                                           "every mail)"),
     "subaddressing": ("subaddressing", "whether mail for user+tag@ reaches the mailbox (false: "
                                        "move-by-reply tags go in the Reply-To's name and the "
                                        "Subject)"),
@@ -675,7 +729,8 @@ PARSERS: dict[str, Any] = {
     "relay_ca_file": _optional_path, "daily_send_limit": _number, "imap": _imap,
     "imap_password": _secret, "imap_password_file": _optional_path,
     "imap_ca_file": _optional_path, "imap_verify": _flag, "imap_poll": _seconds,
-    "imap_done": _imap_done, "subaddressing": _flag,
+    "imap_done": _imap_done, "subaddressing": _flag, "imap_keepalive": _seconds,
+    "imap_since": _imap_since, "verp": _flag_or_auto, "health_mail_age": _seconds,
     "admin_address": _one_address, "daily_report": _hour,
     "bounce_threshold": _at_least_one, "soft_bounce_threshold": _at_least_one,
     "bounce_days": _at_least_one, "web_url": _url,
@@ -733,7 +788,8 @@ def as_toml(settings: Settings) -> str:
         elif key == "lmtp_socket_mode":
             value = f"{value:04o}"
         elif value is None:
-            value = "off" if key in ("smtp", "lmtp", "daily_report") else ""
+            value = ("off" if key in ("smtp", "lmtp", "daily_report")
+                     else "auto" if key == "verp" else "")
         lines += [f"# {meaning} ({env_name(key)})",
                   f"{key} = {_toml(value)}  # {settings.origin(key)}"]
     return "\n".join(lines) + "\n"

@@ -26,7 +26,7 @@ from pbmserv.games import ENGINES, get_engine
 from pbmserv.mail.addresses import address_key
 from pbmserv.mail.parse import ParsedMail
 from pbmserv.notifications import AnswerAsked, Notifier, answer_asked
-from pbmserv.notifications.outbox import Answered, answered, queue_mail
+from pbmserv.notifications.outbox import Answered, answered, our_subject, queue_mail
 from pbmserv.notifications.views import board_summary
 from pbmserv.processing.answers import (
     DAY,
@@ -131,7 +131,7 @@ def run_line(ctx: Context, line: str) -> Section:
         with ctx.session.begin_nested():
             result: Result = cmd.run(ctx, inv)
         return Section(cmd.masked(inv), True, result.text,
-                       result.subject or f"pbmserv: {inv.verb}", result.board)
+                       result.subject or our_subject(ctx.settings, inv.verb), result.board)
     except PlayerError as exc:
         hidden: set[str] = set()
         if is_stranger(ctx):
@@ -170,7 +170,7 @@ def refusal(ctx: Context, exc: PlayerError, quoted: str, usage: str | None,
     if exc.board is not None and engine is not None:
         subject = f"{engine.title} Board {exc.board.number} Error"
     else:
-        subject = "pbmserv: error"
+        subject = our_subject(ctx.settings, "error")
     return Section(quoted, False, text, subject, exc.board)
 
 
@@ -181,8 +181,8 @@ def run_reply(ctx: Context, tag: str, move: str) -> Section:
     try:
         with ctx.session.begin_nested():
             result = reply_move(ctx, tag, move)
-        return Section(quoted, True, result.text, result.subject or "pbmserv: move",
-                       result.board)
+        return Section(quoted, True, result.text,
+                       result.subject or our_subject(ctx.settings, "move"), result.board)
     except PlayerError as exc:
         return refusal(ctx, exc, quoted, None)
 
@@ -311,7 +311,8 @@ def handle(session: Session, settings: Settings, inbound_id: int,
             log.info("message %s from %s refused (%s), %s", inbound_id, mail.reply_to,
                      mail.refusal, mail.silent_reason)
             return InboundStatus.IGNORED
-        queue_mail(session, settings, to=mail.reply_to, subject="pbmserv: your mail was not read",
+        queue_mail(session, settings, to=mail.reply_to,
+                   subject=our_subject(settings, "your mail was not read"),
                    body=render("refused.txt.j2", refusal=mail.refusal, settings=settings,
                                last=_last_answer(settings, done)),
                    inbound_id=inbound_id, in_reply_to=mail.message_id, kind=AnswerKind.REFUSAL)
@@ -329,13 +330,15 @@ def handle(session: Session, settings: Settings, inbound_id: int,
         sections = [board_reply_section(ctx, *mail.board_reply,
                                         by_reply=mail.reply_tag is not None)]
     if not sections:
-        sections = [Section("", False, render("no_command.txt.j2"), "pbmserv: no command found")]
+        sections = [Section("", False, render("no_command.txt.j2"),
+                            our_subject(settings, "no command found"))]
     sections = folded(sections)
     if len(sections) == 1:
         subject = sections[0].subject
     else:
         failed = sum(not s.ok for s in sections)
-        subject = f"pbmserv: {len(sections)} commands" + (f", {failed} refused" if failed else "")
+        subject = our_subject(settings, f"{len(sections)} commands"
+                              + (f", {failed} refused" if failed else ""))
 
     def scrub(text: str) -> str:  # the last guard: no password of this mail goes out
         return mask_words(text, ctx.passwords)
@@ -398,4 +401,4 @@ def welcome_section(ctx: Context) -> Section:
     how to begin, said once a day (short: the From may be forged)."""
     games = ", ".join(e.title for e in ENGINES.values())
     return Section("", False, render("welcome.txt.j2", settings=ctx.settings, games=games),
-                   "pbmserv: how to begin")
+                   our_subject(ctx.settings, "how to begin"))
