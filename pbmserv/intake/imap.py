@@ -411,6 +411,8 @@ class ImapIntake(threading.Thread):
         #: which mail is taken, per UIDVALIDITY (read once a session)
         self._since: dict[int, Since] = {}
         self._told = Announcements()
+        #: set while the reader waits for mail (IDLE, or between two looks)
+        self.waiting = threading.Event()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -435,7 +437,7 @@ class ImapIntake(threading.Thread):
                 self._pause(RETRY_MAX)
                 continue
             if not held:  # another serve reads the mailbox: wait for its end
-                self._pause(self.keepalive + HOLD_GRACE / 3)
+                self._pause(self.keepalive)
                 continue
             try:
                 self._session()
@@ -524,12 +526,17 @@ class ImapIntake(threading.Thread):
         passes; ConnectionLost if the connection ends meanwhile."""
         client.idle()
         until = time.monotonic() + self.keepalive
-        while not self._stopping.is_set():
-            left = until - time.monotonic()
-            if left <= 0:
-                break
-            if _readable(client, min(IDLE_TICK, left)) and _tells_of_mail(_read_line(client)):
-                break
+        self.waiting.set()
+        try:
+            while not self._stopping.is_set():
+                left = until - time.monotonic()
+                if left <= 0:
+                    break
+                if _readable(client, min(IDLE_TICK, left)) and _tells_of_mail(
+                        _read_line(client)):
+                    break
+        finally:
+            self.waiting.clear()
         client.socket().settimeout(ANSWER_WAIT)
         try:
             client.idle_done()
@@ -544,7 +551,11 @@ class ImapIntake(threading.Thread):
             left = until - time.monotonic()
             if left <= 0:
                 return
-            self._stopping.wait(min(left, self.keepalive))
+            self.waiting.set()
+            try:
+                self._stopping.wait(min(left, self.keepalive))
+            finally:
+                self.waiting.clear()
             if until - time.monotonic() <= 0 or self._stopping.is_set():
                 return
             self._beat()
@@ -695,8 +706,10 @@ class ImapIntake(threading.Thread):
                 self._count_left(client, since)
         elif first[1] == uidvalidity and first[2] is not None:
             since = Since(uid=first[2])
-        else:  # the folder rebuilt (or read before there were first reads): by date
-            since = Since(day=first[0].date() - timedelta(days=1), at=first[0])
+        else:  # the folder rebuilt (or read before there were first reads): by date, to
+            # the second (what the server dates a mail to)
+            since = Since(day=first[0].date() - timedelta(days=1),
+                          at=first[0].replace(microsecond=0))
         self._since[uidvalidity] = since
         return since
 
@@ -725,8 +738,8 @@ class ImapIntake(threading.Thread):
         assert since.day is not None
         left = client.search([*self._criteria(), "BEFORE", since.day])
         if left:
-            log.info("IMAP %s: %d mail(s) from before %s are left as they are, never "
-                     "answered (imap_since)", self.key, len(left), since.day.isoformat())
+            log.warning("IMAP %s: %d mail(s) from before %s are left as they are, never "
+                        "answered (imap_since)", self.key, len(left), since.day.isoformat())
 
     def _criteria(self) -> list[object]:
         criteria: list[object] = ["NOT", "DELETED"]
