@@ -43,7 +43,6 @@ class Standing:
         self._failing: bool | None = None
         self._answer: str | None = None
         self._ok_written: datetime | None = None
-        self._retry_at: datetime | None = None
 
     def _row(self, session: Session) -> RelayState:
         row = session.get(RelayState, self.key)
@@ -52,7 +51,7 @@ class Standing:
             session.add(row)
         return row
 
-    def _write(self, change: Callable[[RelayState], None]) -> RelayState:
+    def _write(self, change: Callable[[RelayState], None]) -> None:
         """Run ``change(row)`` on the row in a transaction of its own (made if there is
         none yet: a second sender making it at the same time loses, and tries again)."""
         for attempt in (1, 2):
@@ -60,23 +59,20 @@ class Standing:
                 with self.db.transaction() as session:
                     row = self._row(session)
                     change(row)
-                    session.flush()
-                    session.expunge(row)
-                    return row
+                return
             except IntegrityError:
                 if attempt == 2:
                     raise
-        raise AssertionError("unreachable")
 
     def held_off(self, now: datetime | None = None) -> datetime | None:
         """Until when no sender may try the relay (a 421 or a refused login), or None."""
         now = now or utcnow()
-        if self._retry_at is not None and self._retry_at > now:
-            return self._retry_at
+        # read each time (a key look-up, and only when mail is due): another sender
+        # may have backed off, or 'pbmserv outbox retry' ended the back-off
         with self.db.reading() as session:
             row = session.get(RelayState, self.key)
-            self._retry_at = None if row is None else row.retry_at
-        return self._retry_at if self._retry_at is not None and self._retry_at > now else None
+            until = None if row is None else row.retry_at
+        return until if until is not None and until > now else None
 
     def refused(self, answer: str, first: float, longest: float) -> tuple[float, bool]:
         """The relay refused the session (421, a login): back off.  Returns the wait
@@ -93,8 +89,8 @@ class Standing:
             row.last_answer = answer[:2000]
 
         new = answer != self._answer
-        row = self._write(change)
-        self._failing, self._answer, self._retry_at = True, answer, row.retry_at
+        self._write(change)
+        self._failing, self._answer = True, answer
         return wait, new
 
     def failed(self, answer: str) -> bool:
@@ -126,7 +122,7 @@ class Standing:
             row.last_ok_at = now
 
         self._write(change)
-        self._failing, self._answer, self._ok_written, self._retry_at = False, None, now, None
+        self._failing, self._answer, self._ok_written = False, None, now
         return bool(was)
 
 
