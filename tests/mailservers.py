@@ -122,10 +122,18 @@ service auth {{
 """
 
 
-class Dovecot:
-    """A private Dovecot: ``imaps`` and ``imap`` (STARTTLS) ports on 127.0.0.1."""
+#: what a Dovecot without IDLE says it can do (``Dovecot(idle=False)``): a server that
+#: is polled
+NO_IDLE = ("imap_capability = IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE SORT "
+           "MULTIAPPEND UNSELECT CHILDREN NAMESPACE UIDPLUS LIST-EXTENDED ESEARCH "
+           "SEARCHRES WITHIN LIST-STATUS MOVE LITERAL+\n")
 
-    def __init__(self, root: Path) -> None:
+
+class Dovecot:
+    """A private Dovecot: ``imaps`` and ``imap`` (STARTTLS) ports on 127.0.0.1; with
+    ``idle`` False it does not offer IDLE (a mailbox that is polled)."""
+
+    def __init__(self, root: Path, *, idle: bool = True) -> None:
         self.root = root
         self.cert, self.key = make_certificate(root)
         self.imaps, self.imap = free_port(), free_port()
@@ -143,7 +151,7 @@ class Dovecot:
         self.config.write_text(_CONFIG.format(
             root=root, cert=self.cert, key=self.key, internal=me.pw_name,
             internal_group=_group(me.pw_gid), login=login, first_uid=first, uid=uid, gid=gid,
-            imap=self.imap, imaps=self.imaps))
+            imap=self.imap, imaps=self.imaps) + ("" if idle else NO_IDLE))
         self.proc: subprocess.Popen[bytes] | None = None
         #: Dovecot's authentication socket for Postfix (smtpd_sasl_type = dovecot)
         self.auth_socket = root / "auth-postfix"

@@ -85,10 +85,6 @@ TIMEOUT = 60.0
 ANSWER_WAIT = 20.0
 RETRY_FIRST = 1.0
 RETRY_MAX = 60.0
-#: a connection dropped after a good session is opened again at once, unless one was
-#: so opened this recently (then after RETRY_FIRST: a server that drops every session
-#: is not hammered)
-AT_ONCE_EVERY = 60.0
 #: how long a mailbox that refused us (login, folder, certificate) is left alone, the
 #: first time and at most
 PROBLEM_RETRY = 120.0
@@ -403,7 +399,8 @@ class ImapIntake(threading.Thread):
         self._client: IMAPClient | None = None
         #: whether the last session got as far as reading the folder
         self._was_reading = False
-        self._at_once = -AT_ONCE_EVERY
+        #: since when the last session read the folder (monotonic)
+        self._reading_since = 0.0
         self._beaten = -BEAT_EVERY
         self._holding = False
         #: the other reader that holds the mailbox, as last said in the log
@@ -454,11 +451,11 @@ class ImapIntake(threading.Thread):
                 self._holding = False
                 continue
             except Exception as exc:  # the network, the server going away, the database
-                now = time.monotonic()
-                if self._was_reading:  # a drop after a good session starts the waits anew
-                    wait = RETRY_FIRST
-                    if now - self._at_once >= AT_ONCE_EVERY:
-                        self._at_once, wait = now, 0.0
+                if self._was_reading:  # a drop after a good session starts the waits
+                    # anew: at once after a session that read for a while (one that is
+                    # dropped as soon as it reads is opened no more often than that)
+                    read_for = time.monotonic() - self._reading_since
+                    wait = 0.0 if read_for >= RETRY_FIRST else RETRY_FIRST
                 problem = (f"the connection to {self.mailbox.host}:{self.mailbox.port} "
                            f"failed ({type(exc).__name__}: {_said(exc)})")
                 self._report(problem, lasting=False, retry=wait)
@@ -476,7 +473,7 @@ class ImapIntake(threading.Thread):
             self.since(client, uidvalidity)  # the first read is made before anything
             idle = client.has_capability("IDLE")
             self._report(None, idle=idle)
-            self._was_reading = True
+            self._was_reading, self._reading_since = True, time.monotonic()
             while not self._stopping.is_set():
                 self.look(client, uidvalidity)
                 if idle:
