@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
+import sqlite3
 import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
@@ -30,7 +32,15 @@ from pbmserv.intake.imap import ImapIntake, connect, select_folder
 from pbmserv.service.health import status_of
 from pbmserv.timers import purge_mail
 from pbmserv.web.app import create_app
-from tests.mailservers import DOVEADM, USER, CuttingProxy, Dovecot, dovecot, wait_for
+from tests.mailservers import (
+    DOVEADM,
+    PASSWORD,
+    USER,
+    CuttingProxy,
+    Dovecot,
+    dovecot,
+    wait_for,
+)
 from tests.test_imap import DONE, imap_settings, inbound, mail, take_once
 
 __all__ = ["dovecot"]  # the fixture, used by name
@@ -302,3 +312,39 @@ def _beat_at(db: Database) -> datetime:
         state = session.get(ImapState, MAILBOX)
         assert state is not None and state.beat_at is not None
         return state.beat_at
+
+
+def test_a_restored_backup_replays_the_mail_taken_after_it_once_its_flag_is_cleared(
+        dovecot: Dovecot, db: Database, settings: Settings, tmp_path: Path) -> None:
+    """docs/admin.md, "Restoring a backup": the mail taken after the backup is still
+    marked done on the server; the keyword taken off every mail, only it is taken
+    again, and the rest is marked again."""
+    settings = imap_settings(settings, dovecot, tmp_path)
+    dovecot.deliver(mail("help", 1))
+    dovecot.deliver(mail("help", 2))
+    assert take_once(ImapIntake(db, settings)) == 2
+    live = settings.database_url.removeprefix("sqlite:///")
+    backup = tmp_path / "backup.sqlite3"
+    with sqlite3.connect(live) as source, sqlite3.connect(backup) as copy:
+        source.backup(copy)
+    dovecot.deliver(mail("help", 3))
+    assert take_once(ImapIntake(db, settings)) == 1
+    db.dispose()
+    with sqlite3.connect(backup) as copy, sqlite3.connect(live) as restored:
+        copy.backup(restored)
+    assert [m.raw.count(b"<m3@example.org>") for m in inbound(db)] == [0, 0]
+    assert take_once(ImapIntake(db, settings)) == 0  # left so, mail 3 is lost
+    curl = shutil.which("curl")
+    if curl is not None:  # the docs' own command
+        subprocess.run([curl, "-sS", "--cacert", str(dovecot.cert), "--user",
+                        f"{USER}:{PASSWORD}", f"imaps://localhost:{dovecot.imaps}/INBOX",
+                        "-X", "STORE 1:* -FLAGS ($PbmservDone)"], check=True,
+                       capture_output=True)
+    else:
+        with dovecot.client() as client:
+            client.select_folder("INBOX")
+            client.remove_flags(client.search(["ALL"]), [imap.DONE_KEYWORD])
+    assert not any(DONE in flags for flags in dovecot.messages().values())
+    assert take_once(ImapIntake(db, settings)) == 1
+    assert [m.raw.count(b"<m3@example.org>") for m in inbound(db)] == [0, 0, 1]
+    assert all(DONE in flags for flags in dovecot.messages().values())
