@@ -348,3 +348,28 @@ def test_a_restored_backup_replays_the_mail_taken_after_it_once_its_flag_is_clea
     assert take_once(ImapIntake(db, settings)) == 1
     assert [m.raw.count(b"<m3@example.org>") for m in inbound(db)] == [0, 0, 1]
     assert all(DONE in flags for flags in dovecot.messages().values())
+
+
+@pytest.mark.postgres
+def test_one_reader_per_mailbox_and_its_heartbeat_on_postgres(
+        dovecot: Dovecot, pg_url: str, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    settings = imap_settings(Settings(database_url=pg_url, maildir=tmp_path / "mail"),
+                             dovecot, tmp_path, imap_keepalive=1)
+    db = Database(pg_url)
+    try:
+        with Reader(db, settings) as first:
+            first.waits()
+            with Reader(db, settings) as second:
+                wait_for(lambda: "is read by another pbmserv" in caplog.text,
+                         lambda: "the second reader said nothing:\n" + caplog.text)
+                assert status_of(db, settings).healthy
+                first.intake.stop()
+                second.waits()
+                dovecot.deliver(mail("help", 1))
+                wait_for(lambda: len(second.stored) == 1, lambda: "mail 1 not taken")
+        assert first.stored == []
+        [problem] = status_of(db, settings).problems
+        assert problem.endswith("when its reader stopped (is 'pbmserv serve' running?)")
+    finally:
+        db.dispose()

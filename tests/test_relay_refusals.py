@@ -215,3 +215,25 @@ def test_a_relay_deferring_everything_makes_the_server_unhealthy(
     assert f"relay    {url}: nothing taken since " in result.output
     assert f"problem  the relay {url} has refused or deferred every mail since " \
         in result.output
+
+
+@pytest.mark.postgres
+def test_a_421_backs_off_every_sender_on_postgres(
+        pg_url: str, tmp_path: Path, certificate: tuple[Path, Path],
+        provider: tuple[Provider, str]) -> None:
+    sink, url = provider
+    settings = relay_settings(Settings(database_url=pg_url, maildir=tmp_path / "mail"), url,
+                              certificate[0], tmp_path)
+    db = Database(pg_url)
+    try:
+        queue(db, settings, 2)
+        sink.mail = "421 4.7.0 Try again later"
+        assert Sender(db, settings).send_due() == 0
+        assert Sender(db, settings).send_due() == 0 and len(sink.senders) == 1
+        assert relay_row(db).refusals == 1
+        sink.mail = None
+        let_try_now(db)
+        assert Sender(db, settings).send_due() == 2
+        assert relay_row(db).failing_since is None
+    finally:
+        db.dispose()
