@@ -42,6 +42,7 @@ from tests.mailservers import (
     wait_for,
 )
 from tests.test_imap import DONE, imap_settings, inbound, mail, take_once
+from tests.test_web_ops import metric_values
 
 __all__ = ["dovecot"]  # the fixture, used by name
 MAILBOX = f"{USER}@localhost/INBOX"
@@ -290,15 +291,20 @@ def test_the_readers_heartbeat_in_status_and_healthz(
         assert f"waiting with IDLE; reader {reader.intake.me}, heartbeat " in running.imap
         with TestClient(app) as client:
             health = client.get("/healthz")
+            metrics = metric_values(client.get("/metrics").text)
         assert health.status_code == 200
         assert health.text.startswith(f"ok\nimap {MAILBOX}: read since ")
+        assert metrics[f'pbmserv_imap_reading{{mailbox="{MAILBOX}"}}'] == 1
+        assert metrics[f'pbmserv_imap_heartbeat_age_seconds{{mailbox="{MAILBOX}"}}'] < 60
     stopped = status_of(db, settings)  # serve stopped: the reader let the mailbox go
     [problem] = stopped.problems
     assert problem.startswith(f"IMAP {MAILBOX}: not read since ")
     assert problem.endswith("when its reader stopped (is 'pbmserv serve' running?)")
     with TestClient(app) as client:
         health = client.get("/healthz")
+        metrics = metric_values(client.get("/metrics").text)
     assert (health.status_code, health.text) == (503, problem + "\n")
+    assert metrics[f'pbmserv_imap_reading{{mailbox="{MAILBOX}"}}'] == 0
     with db.transaction() as session:  # killed: its hold stays, its heart stops
         session.execute(update(ImapState).values(
             reader=reader.intake.me, beat_at=utcnow() - timedelta(minutes=3)))

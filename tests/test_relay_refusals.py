@@ -18,6 +18,7 @@ import pytest
 from aiosmtpd.smtp import SMTP, Envelope
 from click.testing import CliRunner
 from sqlalchemy import select, update
+from starlette.testclient import TestClient
 
 from pbmserv.cli import main
 from pbmserv.config import Settings
@@ -28,8 +29,10 @@ from pbmserv.db.status import OutboxStatus
 from pbmserv.operations import check_settings, retry
 from pbmserv.sender.delivery import Sender
 from pbmserv.service.health import status_of
+from pbmserv.web.app import create_app
 from tests.mailservers import Submission, start_submission
 from tests.test_submission import PASSWORD, USER, certificate, queue, relay_settings, rows
+from tests.test_web_ops import metric_values
 
 __all__ = ["certificate"]  # the fixture, used by name
 pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
@@ -201,6 +204,9 @@ def test_a_relay_deferring_everything_makes_the_server_unhealthy(
     assert status_of(db, settings, now).healthy
     late = status_of(db, settings, now + timedelta(seconds=settings.health_mail_age + 1))
     assert late.overdue == 0  # what the queue alone said: all well
+    with TestClient(create_app(db, settings)) as client:
+        metrics = metric_values(client.get("/metrics").text)
+    assert metrics[f'pbmserv_relay_failing_seconds{{relay="{url}"}}'] > 0
     [problem] = late.problems
     assert problem.startswith(f"the relay {url} has refused or deferred every mail since ")
     assert problem.endswith("its last answer: 450 4.7.1 Recipient address rejected: try "
