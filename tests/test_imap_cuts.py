@@ -252,18 +252,24 @@ def test_one_reader_per_mailbox(dovecot: Dovecot, db: Database, settings: Settin
     assert f"the other reader ({first.intake.me}) is gone" in caplog.text
 
 
+@pytest.mark.parametrize("same_pid", [False, True])
 def test_a_reader_killed_on_this_host_does_not_hold_the_mailbox(
         dovecot: Dovecot, db: Database, settings: Settings, tmp_path: Path,
-        caplog: pytest.LogCaptureFixture) -> None:
+        caplog: pytest.LogCaptureFixture, same_pid: bool) -> None:
     """A serve killed (SIGKILL, the OOM killer) leaves its hold behind: a new one on
-    the same host sees that its process is gone and reads the mailbox at once."""
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    with pytest.raises(ProcessLookupError):
-        os.kill(dead.pid, 0)
+    the same host sees that its process is gone and reads the mailbox at once, also
+    when the new process has the old one's pid (a container started again)."""
+    if same_pid:
+        pid = os.getpid()
+    else:
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        pid = dead.pid
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
     with db.transaction() as session:
         session.add(ImapState(mailbox=MAILBOX, since=utcnow(), checked_at=utcnow(),
-                              reader=f"{socket.gethostname()} pid {dead.pid} (killed)",
+                              reader=f"{socket.gethostname()} pid {pid} (0ldrun-1234)",
                               beat_at=utcnow(), held_until=utcnow() + timedelta(hours=1)))
     with Reader(db, imap_settings(settings, dovecot, tmp_path)) as reader:
         reader.waits()

@@ -109,7 +109,10 @@ HEADER_BYTES = 65536
 _NEW_MAIL = (b"EXISTS", b"RECENT")
 _RETURN_PATH = re.compile(rb"(?im)^return-path:[ \t]*<([^>\r\n]{0,320})>")
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
-_PID = re.compile(r" pid (\d+) ")
+_HOLDER = re.compile(r" pid (\d+) \((\w+)-")
+#: this process, as the readers it runs name it: a process of another run with the same
+#: pid (a container started again) is not taken for it
+_PROCESS = uuid.uuid4().hex[:6]
 
 
 class ImapProblem(Exception):
@@ -391,7 +394,7 @@ class ImapIntake(threading.Thread):
         self.quota = Quota.of(settings)
         self.keepalive = float(settings.imap_keepalive)
         #: who this reader is, as the database and ``pbmserv status`` name it
-        self.me = f"{socket.gethostname()} pid {os.getpid()} ({uuid.uuid4().hex[:6]})"
+        self.me = f"{socket.gethostname()} pid {os.getpid()} ({_PROCESS}-{uuid.uuid4().hex[:4]})"
         #: mails left in the folder, over their sender's quota: UID -> when to try again
         self._later: dict[int, float] = {}
         self._stopping = threading.Event()
@@ -632,12 +635,17 @@ class ImapIntake(threading.Thread):
     @staticmethod
     def _gone(holder: str | None, state: ImapState, now: datetime) -> bool:
         """Whether the reader that holds the mailbox is gone: its hold ran out, or it
-        ran on this host and its process is no more (a SIGKILL, a crash)."""
+        ran on this host and its process is no more (a SIGKILL, a crash; a container
+        started again, whose new process may have the old one's pid)."""
         if state.held_until is None or state.held_until < now:
             return True
-        found = _PID.search(holder or "")
-        return (found is not None and (holder or "").startswith(socket.gethostname() + " ")
-                and not _alive(int(found.group(1))))
+        found = _HOLDER.search(holder or "")
+        if found is None or not (holder or "").startswith(socket.gethostname() + " "):
+            return False
+        pid, process = int(found.group(1)), found.group(2)
+        if pid == os.getpid():
+            return process != _PROCESS
+        return not _alive(pid)
 
     def _beat(self, *, force: bool = False) -> None:
         """The heartbeat, which renews the hold on the mailbox (at most every
