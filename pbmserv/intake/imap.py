@@ -459,6 +459,7 @@ class ImapIntake(threading.Thread):
                     # dropped as soon as it reads is opened no more often than that)
                     read_for = time.monotonic() - self._reading_since
                     wait = 0.0 if read_for >= RETRY_FIRST else RETRY_FIRST
+                    problems = 0
                 problem = (f"the connection to {self.mailbox.host}:{self.mailbox.port} "
                            f"failed ({type(exc).__name__}: {_said(exc)})")
                 self._report(problem, lasting=False, retry=wait)
