@@ -19,6 +19,7 @@ import os
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from datetime import date
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar, cast
 from urllib.parse import unquote
@@ -177,6 +178,23 @@ def _imap_done(raw: Any) -> str:
     if text.lower().startswith(IMAP_MOVE) and text[len(IMAP_MOVE):].strip():
         return IMAP_MOVE + text[len(IMAP_MOVE):].strip()
     raise ValueError("flag, delete, or move:FOLDER (move:Processed)")
+
+
+def _imap_since(raw: Any) -> str:
+    text = _text(raw).lower()
+    if text in ("now", "all"):
+        return text
+    try:
+        return date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise ValueError("now (mail that comes after the first read), all, or a day "
+                         "like 2026-11-01") from None
+
+
+def _flag_or_auto(raw: Any) -> bool | None:
+    if isinstance(raw, str) and _text(raw).lower() in ("", "auto"):
+        return None
+    return _flag(raw)
 
 
 def _seconds(raw: Any) -> int:
@@ -506,6 +524,25 @@ class Settings:
     imap_done: str = setting(
         "flag", _imap_done, "what is done to a mail on the IMAP server once stored: flag, "
         "delete or move:FOLDER")
+    #: a connection gone silent is noticed within this and a minute
+    imap_keepalive: int = setting(
+        60, _seconds, "the longest the IMAP reader stays silent, in seconds: a dead "
+        "connection is noticed within it")
+    #: "now", "all" or a day (2026-11-01)
+    imap_since: str = setting(
+        "now", _imap_since, "which mail of the IMAP folder is answered: now (what comes "
+        "after the first read), all, or from a day (2026-11-01)")
+    #: True: one address per mail (VERP, user+bounce-...@); False: the relay login's own
+    #: address (else the game address); None (auto): VERP unless the relay has a login (a
+    #: provider's submission server wants its own address); see ``uses_verp``
+    verp: bool | None = setting(
+        None, _flag_or_auto, "envelope sender: true, one address per mail "
+        "(user+bounce-...@); false, the relay login's own address; auto: VERP unless the "
+        "relay has a login", none="auto")
+    #: pbmserv.service.health
+    health_mail_age: int = setting(
+        300, _seconds, "seconds after which mail that is not moving makes the server "
+        "unhealthy (a relay refusing every mail)")
     #: without, move-by-reply tags travel in the Reply-To's name and the Subject
     subaddressing: bool = setting(
         True, _flag, "whether mail for user+tag@ reaches the mailbox (false: move-by-reply "
@@ -668,6 +705,19 @@ class Settings:
         return cls(**kwargs, warnings=tuple(warnings))
 
     @property
+    def uses_verp(self) -> bool:
+        """Whether each mail goes out from an address of its own (``verp``; by default
+        only without a relay login)."""
+        return self.verp if self.verp is not None else not self.relay_user
+
+    @property
+    def login_address(self) -> str:
+        """The envelope sender without VERP: the relay login when it is an address (a
+        provider takes mail from its own address), else the game address."""
+        user = self.relay_user.lower()
+        return user if "@" in user.strip("@") else self.address
+
+    @property
     def relay_target(self) -> Relay | None:
         """The relay with how to talk to it, or None for the Maildir."""
         if self.relay is None:
@@ -779,8 +829,6 @@ def as_toml(settings: Settings) -> str:
         lines += [f"# {how.help} ({env_name(key)})",
                   f"{key} = {_toml(value)}  # {settings.origin(key)}"]
     return "\n".join(lines) + "\n"
-
-
 
 
 def read_password(inline: str | None, path: Path | None, what: str) -> str | None:

@@ -1,5 +1,6 @@
-"""The administrator's operations on the server as a whole: its health, a check of
-its settings, the inbox and the outbox, and the account and board operations that
+"""The administrator's operations on the server as a whole (its health is
+pbmserv.service.health, shared with the web pages' ``/healthz``): a check of its
+settings, the inbox and the outbox, and the account and board operations that
 send mail (through the Notifier, in the same transaction as the change).
 
 The command line calls these; a web admin could call them the same way.  Each opens
@@ -12,177 +13,37 @@ from __future__ import annotations
 import grp
 import os
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import ColumnElement, func, or_, select, text, update
+from sqlalchemy import ColumnElement, or_, select, text, update
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from pbmserv.commands.account import mail_reset_code
 from pbmserv.config import Settings, relay_url
 from pbmserv.db import migrate
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import ImapState, InboundMessage, OutboxMessage
+from pbmserv.db.models import InboundMessage, OutboxMessage
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
-from pbmserv.db.status import AlertKind, InboundStatus, OutboxStatus
+from pbmserv.db.status import InboundStatus, OutboxStatus
 from pbmserv.intake.imap import check_mailbox
+from pbmserv.mail.addresses import address_key
 from pbmserv.notifications import Notifier
 from pbmserv.notifications.views import board_summary
 from pbmserv.processing import process_message
-from pbmserv.sender.delivery import Sender
+from pbmserv.sender.delivery import Sender, envelope_sender
 from pbmserv.sender.relay import RelayConnection, RelayDown
 from pbmserv.sender.relay import check as check_relay
-from pbmserv.service import admin, incidents
+from pbmserv.sender.standing import forget_backoff
+from pbmserv.service import admin
 from pbmserv.service.accounts import existing_user
 from pbmserv.service.boards import engine_of
-from pbmserv.service.bounces import problem_counts
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import GameService
 from pbmserv.timers import purge_mail
-
-#: mail stored this long ago and still not processed: nothing is processing it
-INBOX_LATE = incidents.INBOX_LATE
-#: outgoing mail due this long ago and still not sent: nothing is sending it
-OUTBOX_LATE = incidents.OUTBOX_LATE
-#: ``pbmserv status`` exits with these: the server is down (or its database, or mail
-#: is not moving), or it runs but something waits for a person
-EXIT_DOWN = 1
-EXIT_ATTENTION = 3
-
-
-# -- status -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Status:
-    """How the server stands, as far as its database tells."""
-
-    #: the database's schema revision, and the one this code needs
-    revision: str | None = None
-    head: str = ""
-    #: mails waiting to be processed, and the age of the oldest
-    waiting: int = 0
-    oldest_waiting: timedelta | None = None
-    #: mails kept as failed (a bug while processing them): for the administrator
-    failed_in: int = 0
-    #: outgoing mails not yet sent, the age of the oldest, and how many of them are due
-    #: for longer than ``OUTBOX_LATE`` (nobody sends them)
-    pending: int = 0
-    oldest_pending: timedelta | None = None
-    overdue: int = 0
-    #: outgoing mails the relay refused for good
-    failed_out: int = 0
-    #: what is wrong, in words; none: healthy
-    problems: list[str] = field(default_factory=list)
-    #: what waits for a person (the server itself runs), in words
-    attention: list[str] = field(default_factory=list)
-    #: addresses no longer mailed because they bounce
-    suspended: int = 0
-    #: whether the database answered, and whether the queues were counted
-    reachable: bool = True
-    counted: bool = False
-    #: how the IMAP intake stands, when one is set ("" when none is)
-    imap: str = ""
-    #: how the daily sending limit stands, when one is set
-    sending: str = ""
-
-    @property
-    def healthy(self) -> bool:
-        return not self.problems
-
-    @property
-    def exit_code(self) -> int:
-        """0: all well; EXIT_DOWN: unhealthy; EXIT_ATTENTION: healthy, but something
-        needs a person."""
-        return EXIT_DOWN if self.problems else EXIT_ATTENTION if self.attention else 0
-
-
-def _age(now: datetime, then: datetime | None) -> timedelta | None:
-    return None if then is None else max(now - then, timedelta(0))
-
-
-def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta = INBOX_LATE,
-           outbox_late: timedelta = OUTBOX_LATE, mailbox: str | None = None,
-           daily_send_limit: int = 0) -> Status:
-    """The server's health: unhealthy if the database cannot be read, its schema is not
-    this code's, stored mail waits longer than ``inbox_late``, outgoing mail is due
-    for longer than ``outbox_late`` or ``serve`` cannot read the IMAP ``mailbox``
-    (user@host/folder).  Mail held back by a ``daily_send_limit`` that is reached is
-    waiting by design, not overdue.  Failed mail and a bounce storm are not held against it: they
-    need a person, not a restart (``attention``)."""
-    now = now or utcnow()
-    head = migrate.head()
-    try:
-        revision = migrate.current(db)
-    except Exception as exc:
-        return Status(head=head, problems=[f"database: {describe(exc, db.url)}"],
-                      reachable=False)
-    if revision != head:
-        try:
-            migrate.check(db)
-        except Exception as exc:
-            return Status(revision, head, problems=[describe(exc, db.url)])
-    with db.reading() as session:
-        waiting, oldest_in = session.execute(
-            select(func.count(), func.min(InboundMessage.received_at))
-            .where(InboundMessage.status == InboundStatus.NEW)).one()
-        failed_in = session.scalar(select(func.count()).select_from(InboundMessage)
-                                   .where(InboundMessage.status == InboundStatus.FAILED))
-        pending, oldest_out = session.execute(
-            select(func.count(), func.min(OutboxMessage.created_at))
-            .where(OutboxMessage.status == OutboxStatus.PENDING)).one()
-        overdue = session.scalar(select(func.count()).select_from(OutboxMessage).where(
-            OutboxMessage.status == OutboxStatus.PENDING,
-            OutboxMessage.next_attempt_at < now - outbox_late))
-        failed_out = session.scalar(select(func.count()).select_from(OutboxMessage)
-                                    .where(OutboxMessage.status == OutboxStatus.FAILED))
-        counts = problem_counts(session, now)
-        storms = [a for a in incidents.open_alerts(session)
-                  if a.kind == AlertKind.BOUNCE_STORM]
-        imap = None if mailbox is None else session.get(ImapState, mailbox)
-        sent_today = 0 if not daily_send_limit else session.scalar(
-            select(func.count()).select_from(OutboxMessage).where(
-                OutboxMessage.status == OutboxStatus.SENT,
-                OutboxMessage.sent_at > now - timedelta(hours=24))) or 0
-    imap_text = "" if mailbox is None else f"{mailbox}: not read yet (is 'pbmserv serve' running?)"
-    if imap is not None:
-        imap_text = (f"{mailbox}: cannot be read since {imap.since:%Y-%m-%d %H:%M} UTC"
-                     if imap.problem else
-                     f"{mailbox}: read since {imap.since:%Y-%m-%d %H:%M} UTC, "
-                     + ("waiting with IDLE" if imap.idle else "polled"))
-    capped = bool(daily_send_limit) and sent_today >= daily_send_limit
-    sending = ""
-    if capped:
-        sending = (f"daily_send_limit reached: {sent_today} mails sent in the last 24 hours; "
-                   f"{pending or 0} wait until older ones are a day old")
-    elif daily_send_limit:
-        sending = f"{sent_today} of daily_send_limit {daily_send_limit} sent in the last 24 hours"
-    result = Status(revision, head, waiting, _age(now, oldest_in), failed_in or 0, pending,
-                    _age(now, oldest_out), overdue or 0, failed_out or 0, counted=True,
-                    imap=imap_text, sending=sending, suspended=counts.suspended)
-    if failed_in:
-        result.attention.append(f"{failed_in} incoming mail(s) failed: 'pbmserv inbox list "
-                                "--status failed', then 'pbmserv inbox replay --all-failed'")
-    if failed_out:
-        result.attention.append(f"{failed_out} outgoing mail(s) refused for good: 'pbmserv "
-                                "outbox list --status failed', then 'pbmserv outbox retry "
-                                "--all' or 'pbmserv outbox discard ID'")
-    for storm in storms:
-        result.attention.append(f"a bounce storm since {storm.opened_at:%Y-%m-%d %H:%M} UTC "
-                                f"({storm.count} bounces): 'pbmserv users bounces'")
-    if result.oldest_waiting is not None and result.oldest_waiting > inbox_late:
-        result.problems.append(
-            f"stored mail is not being processed: the oldest waits since "
-            f"{oldest_in:%Y-%m-%d %H:%M} UTC (is 'pbmserv serve' or 'pbmserv work --loop' "
-            "running?)")
-    if imap is not None and imap.problem:
-        result.problems.append(f"IMAP {mailbox}: {imap.problem}")
-    if result.overdue and not capped:
-        result.problems.append(
-            f"outgoing mail is not going out: {result.overdue} mail(s) due for more than "
-            f"{int(outbox_late.total_seconds() // 60)} minutes (is the relay down, or "
-            "nothing running that sends? 'pbmserv outbox list' shows the last error)")
-    return result
-
 
 # -- checking the settings ----------------------------------------------------------------
 OK, WARN, FAIL = "ok", "warn", "FAIL"
@@ -216,14 +77,62 @@ def _secret_check(secret: str | None) -> Check:
     """Whether the key of move-by-reply addresses is long and random enough: anyone who
     guesses it can move for any player."""
     if secret is None:
-        return Check("secret", OK, "none set: the server made one and keeps it in the "
-                     "database")
+        return Check("secret", OK, "none set: the server makes one at its first start and "
+                     "keeps it in the database")
     if len(secret) < SECRET_LENGTH or len(set(secret)) < SECRET_KINDS:
         return Check("secret", FAIL, f"too weak to sign move-by-reply addresses (anyone who "
                      f"guesses it can move for any player): give at least {SECRET_LENGTH} "
                      "random characters, for example the output of 'openssl rand -hex 32', "
                      "or leave it empty for one the server makes")
     return Check("secret", OK, f"{len(secret)} characters")
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite database URL (None for another database, or in memory)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(str(parsed.database))
+
+
+def _database_checks(settings: Settings) -> list[Check]:
+    """Whether the database answers, with this pbmserv's schema.  Nothing is made: a
+    SQLite file that is not there yet is said so, not created."""
+    missing = _sqlite_file(settings.database_url)
+    if missing is not None and not missing.exists():
+        return [Check("database", WARN, f"{missing} does not exist yet: 'pbmserv serve' makes "
+                      "it at its first start (or 'pbmserv db upgrade' now)")]
+    out = []
+    db = Database(settings.database_url)
+    try:
+        with db.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        out.append(Check("database", OK, f"reachable ({db.engine.dialect.name})"))
+        out.append(Check("schema", OK, f"revision {migrate.check(db)}, current"))
+    except Exception as exc:
+        name = "schema" if isinstance(exc, migrate.SchemaError) else "database"
+        out.append(Check(name, FAIL, describe(exc, settings.database_url)))
+    finally:
+        db.dispose()
+    return out
+
+
+def _sender_check(settings: Settings, sender: str, refused: str | None) -> Check:
+    """What the relay thinks of the envelope sender it is given (``verp``)."""
+    kind = ("one address per mail, VERP: bounces name the mail" if settings.uses_verp
+            else "the login's own address" if sender == settings.login_address != settings.address
+            else "the game address")
+    if refused is None:
+        return Check("sender", OK, f"the relay takes mail from <{sender}> ({kind})")
+    hint = (f"set verp = false (mail then goes from <{settings.login_address}>)"
+            if settings.uses_verp else
+            "the provider wants another sender: log in as the game address, or ask the "
+            "provider to let this login send as it")
+    return Check("sender", FAIL, f"the relay refuses mail from <{sender}> ({kind}): it "
+                 f"answered {refused}; {hint}")
 
 
 def check_settings(settings: Settings) -> list[Check]:
@@ -233,19 +142,9 @@ def check_settings(settings: Settings) -> list[Check]:
                  else "no settings file: defaults and PBMSERV_* variables")]
     out += [Check("settings", WARN, warning) for warning in settings.warnings]
     out.append(_secret_check(settings.secret))
-    db = Database(settings.database_url)
-    try:
-        try:
-            with db.engine.connect() as connection:
-                connection.execute(text("SELECT 1"))
-            out.append(Check("database", OK, f"reachable ({db.engine.dialect.name})"))
-            out.append(Check("schema", OK, f"revision {migrate.check(db)}, current"))
-        except Exception as exc:
-            name = "schema" if isinstance(exc, migrate.SchemaError) else "database"
-            out.append(Check(name, FAIL, describe(exc, settings.database_url)))
-    finally:
-        db.dispose()
-    if db.is_sqlite and not settings.database_url.startswith("sqlite:////"):
+    out += _database_checks(settings)
+    if settings.database_url.startswith("sqlite:") and not settings.database_url.startswith(
+            "sqlite:////"):
         out.append(Check("database_url", WARN, "a relative SQLite path depends on the "
                          f"working directory (here: {os.getcwd()}); give an absolute one"))
     relay = settings.relay_target
@@ -257,11 +156,14 @@ def check_settings(settings: Settings) -> list[Check]:
             if relay.scheme == "smtp":
                 problem = (f"no SMTP answer from {host}:{port}: is the MTA running and "
                            "listening there?")
-        elif relay.user:
+        else:
+            sender = envelope_sender(settings, b"config-check", 1)
             try:
-                RelayConnection(relay, settings.address, settings=settings).send_nothing()
+                refused = RelayConnection(relay, sender, settings=settings).try_sender(sender)
             except RelayDown as exc:
                 problem = f"{relay_url(settings)}: {exc}"
+            else:
+                out.append(_sender_check(settings, sender, refused))
         out.append(Check("relay", FAIL, problem) if problem
                    else Check("relay", OK, f"{host}:{port} answers"
                               + (f" and takes the login of {relay.user}" if relay.user else "")))
@@ -352,14 +254,17 @@ def purge(db: Database, older_than: timedelta, now: datetime | None = None) -> P
 
 
 # -- the outbox ---------------------------------------------------------------------------
-def retry(db: Database, outbox_id: int | None = None) -> int:
+def retry(db: Database, outbox_id: int | None = None, settings: Settings | None = None) -> int:
     """Make a pending or failed outgoing mail (every one, if ``outbox_id`` is None) due
-    at once, its back-off forgotten; returns how many."""
+    at once, its back-off forgotten, and the relay of ``settings`` tried at once
+    whatever it answered last (a 421, a refused login); returns how many."""
     query = update(OutboxMessage).where(
         OutboxMessage.status.in_((OutboxStatus.PENDING, OutboxStatus.FAILED)), _not_sending())
     if outbox_id is not None:
         _outbox_row(db, outbox_id, "retried")
         query = query.where(OutboxMessage.id == outbox_id)
+    if settings is not None and settings.relay is not None:
+        forget_backoff(db, settings)  # the relay is tried at once, whatever it said
     with db.transaction() as session:
         return int(session.execute(
             query.values(status=OutboxStatus.PENDING, leased_by=None,
@@ -379,6 +284,30 @@ def discard(db: Database, outbox_id: int) -> None:
         _outbox_row(db, outbox_id, "discarded")
         raise PlayerError(f"outgoing mail {outbox_id} is being sent right now: it cannot be "
                           "discarded; look again with 'pbmserv outbox list' in a few minutes")
+
+
+#: what a bulk discard takes: mail not sent yet (waiting, held to be folded, failed)
+DISCARDABLE = (OutboxStatus.PENDING, OutboxStatus.HELD, OutboxStatus.FAILED)
+
+
+def discard_matching(db: Database, *, older_than: timedelta | None = None,
+                     to: str | None = None, now: datetime | None = None) -> int:
+    """Never send the outgoing mails not sent yet (pending, held or failed) that were
+    made before ``older_than`` ago and go ``to`` an address (any +tag or case of it);
+    at least one of the two.  Kept, marked discarded; one a sender holds this instant
+    is left alone.  Returns how many."""
+    if older_than is None and to is None:
+        raise PlayerError("say which mail to discard: --older-than, --to, or both")
+    conditions = [OutboxMessage.status.in_(DISCARDABLE), _not_sending()]
+    if older_than is not None:
+        conditions.append(OutboxMessage.created_at < (now or utcnow()) - older_than)
+    if to is not None:
+        conditions.append(OutboxMessage.to_key == address_key(to))
+    with db.transaction() as session:
+        return int(session.execute(
+            update(OutboxMessage).where(*conditions)
+            .values(status=OutboxStatus.DISCARDED, leased_by=None)
+            .execution_options(synchronize_session=False)).rowcount)  # type: ignore[attr-defined]
 
 
 def _not_sending() -> ColumnElement[bool]:

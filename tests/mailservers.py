@@ -9,12 +9,16 @@ without ``openssl`` to make the certificate, the tests that need it are skipped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
+import socket
 import ssl
+import struct
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -118,10 +122,18 @@ service auth {{
 """
 
 
-class Dovecot:
-    """A private Dovecot: ``imaps`` and ``imap`` (STARTTLS) ports on 127.0.0.1."""
+#: what a Dovecot without IDLE says it can do (``Dovecot(idle=False)``): a server that
+#: is polled
+NO_IDLE = ("imap_capability = IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE SORT "
+           "MULTIAPPEND UNSELECT CHILDREN NAMESPACE UIDPLUS LIST-EXTENDED ESEARCH "
+           "SEARCHRES WITHIN LIST-STATUS MOVE LITERAL+\n")
 
-    def __init__(self, root: Path) -> None:
+
+class Dovecot:
+    """A private Dovecot: ``imaps`` and ``imap`` (STARTTLS) ports on 127.0.0.1; with
+    ``idle`` False it does not offer IDLE (a mailbox that is polled)."""
+
+    def __init__(self, root: Path, *, idle: bool = True) -> None:
         self.root = root
         self.cert, self.key = make_certificate(root)
         self.imaps, self.imap = free_port(), free_port()
@@ -139,7 +151,7 @@ class Dovecot:
         self.config.write_text(_CONFIG.format(
             root=root, cert=self.cert, key=self.key, internal=me.pw_name,
             internal_group=_group(me.pw_gid), login=login, first_uid=first, uid=uid, gid=gid,
-            imap=self.imap, imaps=self.imaps))
+            imap=self.imap, imaps=self.imaps) + ("" if idle else NO_IDLE))
         self.proc: subprocess.Popen[bytes] | None = None
         #: Dovecot's authentication socket for Postfix (smtpd_sasl_type = dovecot)
         self.auth_socket = root / "auth-postfix"
@@ -285,3 +297,85 @@ def start_submission(submission: Submission, cert: Path, key: Path, *,
                                 server_hostname="localhost", **options)
     controller.start()
     return controller, port
+
+
+
+class CuttingProxy:
+    """A TCP proxy in front of a server (the Dovecot's imaps port) that cuts the
+    connections through it as a network or a provider does: ``reset()`` ends each one
+    with a TCP reset, no BYE said (a NAT router that forgot it, a provider's process
+    killed); ``go_silent()`` drops everything sent either way and keeps the connections
+    open (a cable pulled).  New connections are carried as usual after either."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self._pairs: list[tuple[socket.socket, socket.socket, threading.Event]] = []
+        self._silent: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        #: connections carried so far
+        self.accepted = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self.listener.accept()
+                server = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                continue
+            silent = threading.Event()
+            with self._lock:
+                self._pairs.append((client, server, silent))
+                self.accepted += 1
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b, silent), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket, silent: threading.Event) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                if not silent.is_set():
+                    sink.sendall(data)
+        if not silent.is_set():
+            with contextlib.suppress(OSError):
+                sink.shutdown(socket.SHUT_RDWR)
+
+    def reset(self) -> int:
+        """End every connection with a reset (SO_LINGER 0), both ways; how many."""
+        with self._lock:
+            pairs, self._pairs = self._pairs, []
+        for client, server, cut in pairs:
+            cut.set()  # nothing more carried, no FIN sent by the pumps
+            for sock in (client, server):
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    # wakes the pump blocked in recv() (a close alone would wait for
+                    # it, and send nothing meanwhile), and sends nothing itself
+                    sock.shutdown(socket.SHUT_RD)
+            for sock in (client, server):
+                with contextlib.suppress(OSError):
+                    sock.close()  # with SO_LINGER 0: a reset
+        return len(pairs)
+
+    def go_silent(self) -> int:
+        """Carry nothing more on the connections open now, and keep them open."""
+        with self._lock:
+            pairs, self._pairs = self._pairs, []
+            for client, server, silent in pairs:
+                silent.set()
+                self._silent += [client, server]
+        return len(pairs)
+
+    def close(self) -> None:
+        self._closed = True
+        self.listener.close()
+        self.reset()
+        for sock in self._silent:
+            with contextlib.suppress(OSError):
+                sock.close()

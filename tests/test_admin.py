@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -219,6 +220,39 @@ def test_outbox_retry_and_discard(mailer: Mailer, settings: Settings, db: Databa
     assert cli(settings, "outbox", "discard", "999").exit_code == 1
     assert cli(settings, "outbox", "retry").exit_code == 2
     assert "discarded" in cli(settings, "outbox", "list", "--status", "discarded").output
+
+
+def test_outbox_discard_in_bulk(mailer: Mailer, settings: Settings, db: Database) -> None:
+    """Answers queued to old mail (a mailbox's first start, a backlog behind a daily
+    cap): discarded by age and by address, not one by one."""
+    welcomed(mailer, db, "alice", "bob", "carol")
+    ids = [m.id for m in outbox(db)]
+    with db.transaction() as s:
+        s.execute(update(OutboxMessage).where(OutboxMessage.id.in_(ids[:2]))
+                  .values(created_at=utcnow() - timedelta(hours=3)))
+        s.execute(update(OutboxMessage).where(OutboxMessage.id == ids[1])
+                  .values(status=OutboxStatus.HELD))
+        s.execute(update(OutboxMessage).where(OutboxMessage.id == ids[2])
+                  .values(to_addr="Carol+games@Example.org", to_key="carol@example.org"))
+    assert cli(settings, "outbox", "discard").exit_code == 2  # an ID, or what to discard
+    assert cli(settings, "outbox", "discard", "--older-than", "3x").exit_code == 2
+    assert cli(settings, "outbox", "discard", "--older-than", "4h").output == \
+        "discarded 0 outgoing mail(s)\n"
+    assert cli(settings, "outbox", "discard", "--older-than", "2h").output == \
+        "discarded 2 outgoing mail(s)\n"
+    assert cli(settings, "outbox", "discard", "--to", "CAROL@example.org").output == \
+        "discarded 1 outgoing mail(s)\n"
+    assert [m.status for m in outbox(db)] == [OutboxStatus.DISCARDED] * 3
+
+
+def test_subjects_carry_the_servers_name(db: Database, settings: Settings) -> None:
+    named = Mailer(db, replace(settings, server_name="Club games"))
+    assert [m.subject for m in named.send("help")] == ["Club games help"]
+    assert [m.subject for m in named.send("honeydonuts move 999 alice pw-alice a1-a2")] == [
+        "Club games: error"]
+    assert [m.subject for m in named.send("hello", "no command at all\n",
+                                          sender="stranger@example.net")] == [
+        "Club games: how to begin"]
 
 
 def test_a_mail_being_sent_is_neither_retried_nor_discarded(

@@ -132,9 +132,18 @@ def test_config_check(tmp_path: Path, db_url: str) -> None:
                    "PBMSERV_DATABASE_URL": f"sqlite:///{tmp_path / 'new.sqlite3'}"})
     assert bad.exit_code == 1
     assert f"FAIL relay        no SMTP answer from {relay}" in bad.output
+    # a database that is not there yet is said so, and not made
+    assert (f"warn database     {tmp_path / 'new.sqlite3'} does not exist yet: 'pbmserv "
+            "serve' makes it at its first start (or 'pbmserv db upgrade' now)") in bad.output
+    assert not (tmp_path / "new.sqlite3").exists()
+    (tmp_path / "empty.sqlite3").touch()
+    empty = run("--config", str(path), "config", "check",
+                env={"PBMSERV_DATABASE_URL": f"sqlite:///{tmp_path / 'empty.sqlite3'}"})
+    assert empty.exit_code == 1
     assert "FAIL schema       the database has no pbmserv tables yet: run 'pbmserv db upgrade'" \
-        in bad.output
-    assert "ok   secret       none set: the server made one" in good.output
+        in empty.output
+    assert ("ok   secret       none set: the server makes one at its first start and keeps "
+            "it in the database") in good.output
 
 
 def test_config_check_refuses_a_weak_secret(tmp_path: Path, db_url: str) -> None:

@@ -18,7 +18,7 @@ from sqlalchemy import select, update
 from pbmserv.cli import main
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import ImapMessage, InboundMessage
+from pbmserv.db.models import ImapMessage, InboundMessage, OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.intake.imap import (
     DONE_KEYWORD,
@@ -29,6 +29,7 @@ from pbmserv.intake.imap import (
     select_folder,
 )
 from pbmserv.operations import check_settings
+from pbmserv.processing import process_message
 from tests.conftest import make_mail
 from tests.mailservers import (
     PASSWORD,
@@ -49,6 +50,9 @@ def imap_settings(settings: Settings, server: Dovecot, tmp_path: Path, **more: o
     values: dict[str, object] = {
         "imap": f"imaps://{USER}@localhost:{server.imaps}/INBOX",
         "imap_password_file": str(password), "imap_ca_file": str(server.cert),
+        # the mail these tests put in the folder first is answered, as it was before
+        # there was imap_since (tests/test_imap_cuts.py tests "now")
+        "imap_since": "all",
     }
     values.update(more)
     loaded = Settings.from_values(values)
@@ -56,7 +60,8 @@ def imap_settings(settings: Settings, server: Dovecot, tmp_path: Path, **more: o
                    imap_password_file=loaded.imap_password_file,
                    imap_ca_file=loaded.imap_ca_file, imap_done=loaded.imap_done,
                    imap_verify=loaded.imap_verify, imap_poll=loaded.imap_poll,
-                   imap_password=loaded.imap_password)
+                   imap_password=loaded.imap_password, imap_since=loaded.imap_since,
+                   imap_keepalive=loaded.imap_keepalive)
 
 
 def mail(subject: str, n: int, sender: str = "alice@example.org") -> bytes:
@@ -176,18 +181,31 @@ def test_delete_and_move(dovecot: Dovecot, db: Database, settings: Settings,
     assert list(dovecot.messages()) == [uid]  # someone else's, still there
 
 
-def test_a_mail_over_the_size_limit_is_left_in_the_folder(
+def test_a_mail_over_the_size_limit_is_answered_with_the_limit_and_left_in_the_folder(
         dovecot: Dovecot, db: Database, settings: Settings, tmp_path: Path,
         caplog: pytest.LogCaptureFixture) -> None:
     settings = replace(imap_settings(settings, dovecot, tmp_path), max_message_size=2048)
     dovecot.deliver(mail("help", 1) + b"x" * 4000 + b"\r\n")
     dovecot.deliver(mail("help", 2))
     intake = ImapIntake(db, settings)
-    assert take_once(intake) == 1
+    assert take_once(intake) == 2
     [big, small] = sorted(dovecot.messages().items())
-    assert DONE not in big[1] and DONE in small[1]
-    assert "over max_message_size (2048): left in the folder, not taken" in caplog.text
-    assert take_once(intake) == 0 and len(inbound(db)) == 1
+    assert DONE not in big[1] and DONE in small[1]  # the big one stays for its owner
+    assert ("is 4197 bytes, over max_message_size (2048): answered with the limit, left in the "
+            "folder unmarked") in caplog.text
+    [stored_big, _] = inbound(db)
+    assert stored_big.size == 4197 and b"x" * 100 not in stored_big.raw  # its header alone
+    assert b"Message-ID: <m1@example.org>\r\n" in stored_big.raw
+    assert stored_big.raw.endswith(b"MIME-Version: 1.0\r\n\r\n")
+    assert process_message(db, settings, stored_big.id) == "done"
+    with db.reading() as session:
+        [reply] = session.scalars(select(OutboxMessage)
+                                  .where(OutboxMessage.inbound_id == stored_big.id)).all()
+    assert reply.to_addr == "alice@example.org" and reply.in_reply_to == "<m1@example.org>"
+    assert reply.subject == "pbmserv: your mail was not read"
+    assert "larger than this server takes (at most\n2048 bytes)" in reply.body
+    # known by its UID: neither fetched nor answered again
+    assert take_once(intake) == 0 and len(inbound(db)) == 2
 
 
 def test_a_mail_over_its_senders_quota_is_left_in_the_folder_for_later(
@@ -231,11 +249,14 @@ def test_wrong_password_and_missing_folder_are_one_line_and_a_status(
     finally:
         intake.stop()
     lines = [r for r in caplog.records if r.levelname == "ERROR"]
-    assert [r.getMessage() for r in lines] == [
+    [line] = [r.getMessage() for r in lines]
+    said, _, wait = line.rpartition("; trying again in ")
+    assert said == (
         f"IMAP {USER}@localhost/INBOX: localhost refused the login of {USER} "
         "([AUTHENTICATIONFAILED] Authentication failed.): check the password "
         "(imap_password_file), and whether the provider wants an app password or IMAP "
-        "turned on; trying again in 120s"]
+        "turned on")
+    assert 96 <= int(wait.removesuffix("s")) <= 144  # two minutes, give or take a fifth
     status = status_of(wrong)
     assert status.exit_code == 1
     assert (f"problem  IMAP {USER}@localhost/INBOX: localhost refused the login of {USER}"

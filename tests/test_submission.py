@@ -21,9 +21,10 @@ from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.db.status import OutboxStatus
 from pbmserv.notifications.outbox import queue_mail
-from pbmserv.operations import check_settings, status
+from pbmserv.operations import check_settings
 from pbmserv.sender import delivery
 from pbmserv.sender.delivery import Sender
+from pbmserv.service.health import status, status_of
 from tests.mailservers import OPENSSL, Submission, make_certificate, start_submission
 
 USER, PASSWORD = "club@example.org", "app-password"
@@ -97,19 +98,33 @@ def test_a_wrong_password_charges_no_mail_and_is_not_tried_every_few_seconds(
     settings = relay_settings(settings, url, certificate[0], tmp_path, password="wrong")
     queue(db, settings, 2)
     sender = Sender(db, settings)
-    assert sender.send_due() == 0 and sender.relay_down
-    # smtplib tries each mechanism the server offers (PLAIN, then LOGIN): all refused
-    tried = len(sink.logins)
-    assert tried and set(sink.logins) == {(USER, False)} and sink.received == []
+    assert sender.send_due() == 0
+    # one login with one mechanism (smtplib's own login tried PLAIN, then LOGIN)
+    assert sink.logins == [(USER, False)] and sink.received == []
     [row, other] = rows(db)
     assert row.status == other.status == OutboxStatus.PENDING
     assert row.attempts == other.attempts == 0  # the relay, not the mail, is to blame
     [line] = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert f"the relay refused the login of {USER} (535 " in line
-    assert "check relay_password_file" in line and "trying again in 300s" in line
-    assert sender.send_due() == 0 and len(sink.logins) == tried  # not yet again
+    assert "check relay_password_file" in line
+    wait = int(line.split("no mail is tried for ")[1].split("s ")[0])
+    assert 240 <= wait <= 360  # five minutes, give or take a fifth
+    # not tried again before its time: by this sender, nor by another (another process)
+    assert sender.send_due() == 0 and Sender(db, settings).send_due() == 0
+    assert len(sink.logins) == 1
     checks = {c.name: c for c in check_settings(settings)}
     assert checks["relay"].level == "FAIL" and "refused the login" in checks["relay"].text
+    assert len(sink.logins) == 2  # config check tried it once
+    # the status names the reason; the refusal makes it unhealthy once it lasts longer
+    # than health_mail_age
+    now = utcnow()
+    soon = status_of(db, settings, now)
+    assert soon.healthy and "refused the login of club@example.org (535 " in soon.relay
+    later = status_of(db, settings, now + timedelta(seconds=settings.health_mail_age + 1))
+    [problem] = later.problems
+    assert problem.startswith(f"the relay {url} has refused "
+                              "or deferred every mail since ")
+    assert "its last answer: the relay refused the login of club@example.org (535 " in problem
 
 
 def test_an_untrusted_certificate_is_refused(db: Database, settings: Settings,

@@ -11,6 +11,7 @@ from pbmserv.cli.app import database, main, pass_settings
 from pbmserv.config import Settings, as_toml
 from pbmserv.db.problems import describe
 from pbmserv.render import duration
+from pbmserv.service import health
 
 
 def _age(age: timedelta | None) -> str:
@@ -18,10 +19,10 @@ def _age(age: timedelta | None) -> str:
 
 
 @main.command()
-@click.option("--inbox-late", default=int(operations.INBOX_LATE.total_seconds()),
+@click.option("--inbox-late", default=int(health.INBOX_LATE.total_seconds()),
               show_default=True, metavar="SECONDS",
               help="Unhealthy if stored mail waits longer than this.")
-@click.option("--outbox-late", default=int(operations.OUTBOX_LATE.total_seconds()),
+@click.option("--outbox-late", default=int(health.OUTBOX_LATE.total_seconds()),
               show_default=True, metavar="SECONDS",
               help="Unhealthy if outgoing mail is due for longer than this.")
 @click.option("--down-only", is_flag=True,
@@ -29,20 +30,19 @@ def _age(age: timedelta | None) -> str:
                    "container healthchecks).")
 @pass_settings
 def status(settings: Settings, inbox_late: int, outbox_late: int, down_only: bool) -> None:
-    """Queues, ages, failed mail, bounces and the schema. Exit 1 when the server is
-    down or mail is not moving; exit 3 when it runs but something needs a person
-    (failed mail, a bounce storm); 0 when all is well."""
+    """Queues, ages, failed mail, bounces, the schema, the IMAP reader's heartbeat and
+    the relay's last answer. Exit 1 when the server is down or mail is not moving;
+    exit 3 when it runs but something needs a person (failed mail, a bounce storm); 0
+    when all is well."""
     try:
         db = database(settings, any_schema=True)
     except Exception as exc:
-        s = operations.Status(problems=[f"database: {describe(exc, settings.database_url)}"],
+        s = health.Status(problems=[f"database: {describe(exc, settings.database_url)}"],
                               reachable=False)
     else:
         try:
-            s = operations.status(db, inbox_late=timedelta(seconds=inbox_late),
-                                  outbox_late=timedelta(seconds=outbox_late),
-                                  mailbox=None if settings.imap is None else str(settings.imap),
-                                  daily_send_limit=settings.daily_send_limit)
+            s = health.status_of(db, settings, inbox_late=timedelta(seconds=inbox_late),
+                                 outbox_late=timedelta(seconds=outbox_late))
         finally:
             db.dispose()
     if s.reachable:
@@ -60,6 +60,8 @@ def status(settings: Settings, inbox_late: int, outbox_late: int, down_only: boo
         click.echo(f"sending  {s.sending}")
     if s.imap:
         click.echo(f"imap     {s.imap}")
+    if s.relay:
+        click.echo(f"relay    {s.relay}")
     for problem in s.problems:
         click.echo(f"problem  {problem}")
     for item in s.attention:

@@ -162,17 +162,52 @@ def outbox_retry(settings: Settings, outbox_id: int | None, every: bool) -> None
     if (outbox_id is None) == (not every):
         raise click.UsageError("give an OUTBOX_ID (see 'pbmserv outbox list') or --all")
     db = database(settings)
-    queued = operations.retry(db, outbox_id)
+    queued = operations.retry(db, outbox_id, settings)
     audit("outbox retry", "--all" if outbox_id is None else str(outbox_id),
           f"queued {queued} mail(s) again")
     click.echo(f"queued {queued} mail(s) again; sent {operations.send_now(db, settings)}")
 
 
+class Age(click.ParamType[timedelta]):
+    """An age: a number and a unit, 90m, 12h, 3d or 2w (a number alone: days)."""
+
+    name = "AGE"
+    UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+    def convert(self, value: object, param: click.Parameter | None,
+                ctx: click.Context | None) -> timedelta:
+        if isinstance(value, timedelta):
+            return value
+        text = str(value).strip().lower()
+        number, unit = (text[:-1], text[-1]) if text[-1:] in self.UNITS else (text, "d")
+        if not number.isdigit() or int(number) < 1:
+            self.fail(f"{value!r} is not an age: write a number and a unit, like 90m, 12h, "
+                      "3d or 2w", param, ctx)
+        return timedelta(seconds=int(number) * self.UNITS[unit])
+
+
 @outbox.command("discard")
-@click.argument("outbox_id", type=int)
+@click.argument("outbox_id", type=int, required=False)
+@click.option("--older-than", type=Age(), default=None,
+              help="Every mail not sent yet made longer ago than this (90m, 12h, 3d).")
+@click.option("--to", "to", default=None, metavar="ADDRESS",
+              help="Every mail not sent yet to this address (any +tag or case of it).")
 @pass_settings
-def outbox_discard(settings: Settings, outbox_id: int) -> None:
-    """Never send this pending or failed mail (it is kept, marked discarded)."""
-    operations.discard(database(settings), outbox_id)
-    audit("outbox discard", str(outbox_id), "discarded")
-    click.echo(f"outgoing mail {outbox_id} discarded")
+def outbox_discard(settings: Settings, outbox_id: int | None, older_than: timedelta | None,
+                   to: str | None) -> None:
+    """Never send this pending or failed mail, or every mail not sent yet (pending, held
+    or failed) older than --older-than and/or to --to; each is kept, marked
+    discarded."""
+    if (outbox_id is None) == (older_than is None and to is None):
+        raise click.UsageError("give an OUTBOX_ID, or --older-than and/or --to")
+    db = database(settings)
+    if outbox_id is not None:
+        operations.discard(db, outbox_id)
+        audit("outbox discard", str(outbox_id), "discarded")
+        click.echo(f"outgoing mail {outbox_id} discarded")
+        return
+    done = operations.discard_matching(db, older_than=older_than, to=to)
+    asked = " ".join(([f"--older-than {older_than}"] if older_than else [])
+                     + ([f"--to {to}"] if to else []))
+    audit("outbox discard", asked, f"discarded {done} mail(s)")
+    click.echo(f"discarded {done} outgoing mail(s)")

@@ -11,7 +11,7 @@ from pbmserv.commands.base import Command, Context, Invocation, Result, command,
 from pbmserv.config import Settings
 from pbmserv.db.models import MailPrefs, PasswordReset, User
 from pbmserv.db.status import DigestMode
-from pbmserv.notifications.outbox import queue_mail
+from pbmserv.notifications.outbox import our_subject, queue_mail
 from pbmserv.render import render
 from pbmserv.service import clock, confirmations, mail_prefs, resets
 from pbmserv.service.accounts import (
@@ -65,8 +65,8 @@ class Signup(Command):
             ctx.secret_reply = True
         return Result(render("commands/signup.txt.j2", userid=user.userid, email=user.email,
                              code=code if here else None, lapses=lapses),
-                      subject=subject if here else f"pbmserv: {user.userid} waits for "
-                      "its confirmation")
+                      subject=subject if here else our_subject(
+                          settings, f"{user.userid} waits for its confirmation"))
 
 
 @command
@@ -91,18 +91,18 @@ class Confirm(Command):
             if not old.endswith("@" + IMPORTED_DOMAIN):
                 # the old address is told: were this not its owner's doing, they know
                 queue_mail(ctx.session, settings, to=old,
-                           subject=f"pbmserv: {user.userid}'s address changed",
+                           subject=our_subject(settings, f"{user.userid}'s address changed"),
                            inbound_id=ctx.inbound_id,
                            body=render("address_changed.txt.j2", settings=settings,
                                        userid=user.userid, new=user.email,
                                        requester=ctx.sender))
             return Result(render("commands/address_confirmed.txt.j2", userid=user.userid,
                                  email=user.email, old=old),
-                          subject=f"pbmserv: {user.userid}'s address changed")
+                          subject=our_subject(settings, f"{user.userid}'s address changed"))
         confirmations.confirm(user, inv.args[1], ctx.sender, now, settings.confirm_hours)
         return Result(render("commands/confirmed.txt.j2", userid=user.userid,
                              email=user.email),
-                      subject=f"pbmserv: welcome, {user.userid}")
+                      subject=our_subject(settings, f"welcome, {user.userid}"))
 
 
 @command
@@ -129,7 +129,8 @@ class Change(Command):
             raise PlayerError("you can change your password or address, not that",
                               usage=True)
         return Result(render("commands/change.txt.j2", user=user, what=what.lower()),
-                      subject=f"pbmserv: {user.userid}'s {what.lower()} changed")
+                      subject=our_subject(ctx.settings,
+                                          f"{user.userid}'s {what.lower()} changed"))
 
     def ask_address(self, ctx: Context, user: User, new: str) -> Result:
         """A new address takes effect once it answers: a code goes there (this reply
@@ -151,15 +152,15 @@ class Change(Command):
         told = sender != user.email and not has_no_address(user)
         if told:
             queue_mail(ctx.session, settings, to=user.email,
-                       subject=f"pbmserv: {user.userid}'s address is to change",
+                       subject=our_subject(settings, f"{user.userid}'s address is to change"),
                        inbound_id=ctx.inbound_id,
                        body=render("address_change_asked.txt.j2", settings=settings,
                                    userid=user.userid, new=new, requester=sender,
                                    lapses=lapses))
         return Result(render("commands/change.txt.j2", user=user, what="address", new=new,
                              code=code if here else None, told=told, lapses=lapses),
-                      subject=subject if here else f"pbmserv: {user.userid}'s new address "
-                      "waits for its confirmation")
+                      subject=subject if here else our_subject(
+                          settings, f"{user.userid}'s new address waits for its confirmation"))
 
 
 @command
@@ -177,7 +178,7 @@ class Signoff(Command):
         TournamentService(ctx.service).leave_all(user)  # kept only if the account closes
         close_account(ctx.session, user, ctx.service.now)
         return Result(render("commands/signoff.txt.j2", user=user),
-                      subject=f"pbmserv: {user.userid} signed off")
+                      subject=our_subject(ctx.settings, f"{user.userid} signed off"))
 
 
 @command
@@ -205,7 +206,7 @@ class VacationCommand(Command):
             render("commands/vacation.txt.j2", user=user, current=current,
                    left=max(clock.VACATION_DAYS_PER_YEAR - round(taken), 0),
                    allowance=clock.VACATION_DAYS_PER_YEAR),
-            subject=f"pbmserv: {user.userid}'s vacation",
+            subject=our_subject(ctx.settings, f"{user.userid}'s vacation"),
         )
 
 
@@ -245,7 +246,7 @@ class MailPreferences(Command):
                              digest=chosen.digest if chosen else DigestMode.OFF,
                              hour=chosen.digest_hour if chosen else mail_prefs.DEFAULT_HOUR,
                              next_at=chosen.digest_next_at if chosen else None),
-                      subject=f"pbmserv: {user.userid}'s mail")
+                      subject=our_subject(ctx.settings, f"{user.userid}'s mail"))
 
 
 def mail_reset_code(session: Session, settings: Settings, user: User, now: datetime, *,
@@ -263,7 +264,8 @@ def mail_reset_code(session: Session, settings: Settings, user: User, now: datet
                       expires=row.expires_at, requester=requester,
                       by_admin=requester is None)
         queue_mail(session, settings, to=user.email,
-                   subject=f"pbmserv: a code to reset {user.userid}'s password", body=body,
+                   subject=our_subject(settings, f"a code to reset {user.userid}'s password"),
+                   body=body,
                    secret=True, inbound_id=asked.inbound_id if asked is not None else None,
                    cause=cause)
     return code is not None, row
@@ -285,7 +287,7 @@ class Reset(Command):
             raise PlayerError("give the code and the new password, or neither", usage=True)
         user = existing_user(ctx.session, inv.args[0])
         now = ctx.service.now
-        subject = f"pbmserv: {user.userid}'s password"
+        subject = our_subject(ctx.settings, f"{user.userid}'s password")
         if len(inv.args) == 3:
             ctx.passwords.update(inv.args[1:])
             resets.redeem(ctx.session, user, inv.args[1], inv.args[2], ctx.sender, now)
@@ -297,4 +299,4 @@ class Reset(Command):
                              requested=row.requested_at,
                              minutes=int(resets.REQUEST_EVERY.total_seconds() // 60),
                              again=row.requested_at + resets.REQUEST_EVERY),
-                      subject=f"pbmserv: reset code for {user.userid}")
+                      subject=our_subject(ctx.settings, f"reset code for {user.userid}"))

@@ -18,6 +18,7 @@ from pbmserv.commands.base import (
 from pbmserv.db.models import Board, Seek
 from pbmserv.db.status import BoardStatus, SeekStatus
 from pbmserv.games import ENGINES, AnyEngine, get_engine
+from pbmserv.notifications.outbox import our_subject
 from pbmserv.notifications.views import status_line
 from pbmserv.render import render
 from pbmserv.service.clock import VACATION_DAYS_PER_YEAR
@@ -54,7 +55,7 @@ class Help(Command):
             return Result(
                 render("help/overview.txt.j2", commands=all_commands(), topics=TOPICS,
                        engines=list(ENGINES.values()), address=ctx.settings.address),
-                subject="pbmserv help",
+                subject=our_subject(ctx.settings, "help", colon=False),
             )
         topic = inv.args[0].lower()
         engine = get_engine(topic)
@@ -64,14 +65,15 @@ class Help(Command):
             return Result(render(f"help/{topic}.txt.j2", address=ctx.settings.address,
                                  vacation_days=VACATION_DAYS_PER_YEAR, levels=LEVELS,
                                  bot_boards=BOT_BOARDS_PER_PLAYER, draw_plies=DRAW_PLIES),
-                          subject=f"pbmserv help {topic}")
+                          subject=our_subject(ctx.settings, f"help {topic}", colon=False))
         found = REGISTRY.get((False, topic)) or REGISTRY.get((True, topic))
         if found is None:
             raise PlayerError(
                 f"there is no help topic {inv.args[0][:40]!r}; topics are the command names, "
                 f"the games ({', '.join(ENGINES)}) and {', '.join(TOPICS)}"
             )
-        return Result(render("help/command.txt.j2", command=found), subject=f"pbmserv help {topic}")
+        return Result(render("help/command.txt.j2", command=found),
+                      subject=our_subject(ctx.settings, f"help {topic}", colon=False))
 
 
 def list_words(words: list[str]) -> tuple[list[AnyEngine], int | None]:
@@ -116,7 +118,8 @@ class List(Command):
                 .group_by(Seek.game)
             ).tuples().all())
             games = [(e, counts.get(e.name, 0), seeks.get(e.name, 0)) for e in ENGINES.values()]
-            return Result(render("list.txt.j2", games=games), subject="pbmserv games")
+            return Result(render("list.txt.j2", games=games),
+                          subject=our_subject(ctx.settings, "games", colon=False))
         engines, before = list_words(inv.args)
         sections = []
         for engine in engines:
@@ -135,4 +138,5 @@ class List(Command):
             sections.append((engine, [(b, status_line(engine, b)) for b in page.boards],
                              open_seeks, page.older, seeks_left))
         return Result(render("list_boards.txt.j2", sections=sections, before=before,
-                             page_size=PAGE_SIZE), subject="pbmserv boards")
+                             page_size=PAGE_SIZE),
+                      subject=our_subject(ctx.settings, "boards", colon=False))

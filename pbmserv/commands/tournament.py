@@ -9,6 +9,7 @@ from pbmserv.commands.args import parse_challenge_words, small_number
 from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
 from pbmserv.db.models import Board
 from pbmserv.db.status import TournamentStatus
+from pbmserv.notifications.outbox import our_subject
 from pbmserv.notifications.tournaments import crosstable_text
 from pbmserv.render import render
 from pbmserv.service import limits
@@ -102,7 +103,7 @@ class TournamentCommand(Command):
                                  tournaments=[describe(ctx.session, t)
                                               for t in found.tournaments],
                                  more=found.older is not None, size=PAGE_SIZE),
-                          subject="pbmserv tournaments")
+                          subject=our_subject(ctx.settings, "tournaments", colon=False))
         if sub == "show":
             view = describe(ctx.session, find(ctx.session, words[0]))
             over = view.tournament.status is TournamentStatus.FINISHED

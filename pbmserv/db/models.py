@@ -517,9 +517,13 @@ class ServerSecret(Base):
 
 class ImapMessage(Base):
     """A mail taken from an IMAP folder, by its UID: stored once, however often the
-    server shows it (a crash before it was marked done there)."""
+    server shows it (a crash before it was marked done there).  Kept for good (a
+    hundred bytes a mail), so that a mail is known as long as it can come back: by its
+    UID, and by its ``key`` after the folder was rebuilt under another UIDVALIDITY,
+    long after the stored mail itself was purged."""
 
     __tablename__ = "imap_messages"
+    __table_args__ = (Index("ix_imap_messages_mailbox_key", "mailbox", "key"),)
 
     #: the mailbox, as ``user@host/folder``
     mailbox: Mapped[str] = mapped_column(String(400), primary_key=True)
@@ -532,6 +536,10 @@ class ImapMessage(Base):
     #: "stored", or why it was not: "too big" (left on the server, unmarked)
     outcome: Mapped[str] = mapped_column(String(20), default="stored")
     taken_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: what knows the mail under any UID: the start of the SHA-256 of its dedupe key
+    #: (sender and Message-ID, or sender and the hash of its bytes); None for a row
+    #: from before there were keys whose stored mail was purged
+    key: Mapped[str | None] = mapped_column(String(32), default=None)
 
 
 class ImapState(Base):
@@ -548,6 +556,38 @@ class ImapState(Base):
     checked_at: Mapped[datetime] = mapped_column(default=utcnow)
     #: whether it waits with IDLE (else it polls)
     idle: Mapped[bool] = mapped_column(default=False)
+    #: the ``serve`` that reads the mailbox (host and pid), None when none does: one
+    #: reader per mailbox, holding it until ``held_until`` unless it beats again
+    reader: Mapped[str | None] = mapped_column(String(200), default=None)
+    held_until: Mapped[datetime | None] = mapped_column(default=None)
+    #: the reader's last heartbeat (at least every ``imap_keepalive`` seconds)
+    beat_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: when the mailbox was first read, and the first UID (under that UIDVALIDITY) that
+    #: came after: with ``imap_since = "now"`` mail from before is left alone
+    first_read_at: Mapped[datetime | None] = mapped_column(default=None)
+    first_uidvalidity: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    first_uid: Mapped[int | None] = mapped_column(BigInteger, default=None)
+
+
+class RelayState(Base):
+    """How the relay stands, for ``pbmserv status`` and the senders' shared back-off:
+    one row per relay (its URL, no password)."""
+
+    __tablename__ = "relay_state"
+
+    relay: Mapped[str] = mapped_column(String(400), primary_key=True)
+    #: since when every mail tried was refused or deferred (None: the last was taken)
+    failing_since: Mapped[datetime | None] = mapped_column(default=None)
+    #: the relay's last answer that was not a 250 (or why it could not be reached)
+    last_answer: Mapped[str | None] = mapped_column(Text, default=None)
+    #: the last time it took a mail
+    last_ok_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: no sender tries it before this (after a 421 or a refused login), and how many
+    #: such refusals in a row set it
+    retry_at: Mapped[datetime | None] = mapped_column(default=None)
+    refusals: Mapped[int] = mapped_column(default=0)
+
+
 class Alert(Base):
     """Something the administrator is told of: one row (and one mail) per incident,
     however often it happens while it lasts (see pbmserv.service.incidents)."""

@@ -1,43 +1,69 @@
 """The IMAP edge: take mail from a mailbox at a provider (the ``imap`` setting).
 
-A thread of ``serve`` logs in over TLS, selects the folder and waits with IDLE where
-the server offers it (else it looks every ``imap_poll`` seconds).  Each mail it has
-not taken yet is fetched and committed into the raw store together with its UID (one
-transaction), and only then marked done on the server (``imap_done``: a keyword and
-\\Seen, deleted, or moved to a folder).  So a crash at any point loses nothing (the
-mail is still in the folder, unmarked) and takes nothing twice (its UID is in the
-database, or the store knows it by its sender and Message-ID, as after a change of
-UIDVALIDITY).
+A thread of ``serve`` takes the mailbox for itself (one reader per mailbox: a lock in
+the database, ``imap_state.reader``, renewed by its heartbeat), logs in over TLS,
+selects the folder and waits with IDLE where the server offers it (else it looks
+every ``imap_poll`` seconds).  Each mail it has not taken yet is fetched and
+committed into the raw store together with its UID and its key (one transaction),
+and only then marked done on the server (``imap_done``: a keyword and \\Seen,
+deleted, or moved to a folder).  So a crash at any point loses nothing (the mail is
+still in the folder, unmarked) and takes nothing twice (its UID is in the database,
+or its key, as after a change of UIDVALIDITY or a mail moved back into the folder,
+however long ago its stored copy was purged).
 
-A dropped connection is opened again after a growing wait (1 s up to a minute).  A
-login the server refuses, a folder that does not exist or a certificate that is not
-trusted is one error line, kept in the database for ``pbmserv status``, and tried
-again every two minutes.
+Never blind: each look begins with a NOOP (a server such as Dovecot brings a
+session's view of the folder up to date at the end of a command, so a SEARCH alone
+misses what came since the one before) and is made again as long as the server told
+of new mail (EXISTS) while it was being taken; the IDLE is read here, not by
+imapclient's ``idle_check`` (which takes a reset or an end of the connection for
+"nothing yet"), so a connection cut without a word is noticed at once; and at least
+every ``imap_keepalive`` seconds the IDLE ends and the reader looks (a NOOP that must
+be answered within ``ANSWER_WAIT``), which notices a connection that went silent and
+beats the heart that ``pbmserv status`` reads.
+
+Which mail is answered (``imap_since``): by default only what comes after the first
+read of the mailbox ("now"); the mail already there is left as it is, never answered,
+and one line in the log says how many.  A mail over ``max_size`` is stored as its
+header alone, answered with the limit, and left in the folder unmarked.
+
+A dropped connection is opened again at once, then after a growing wait (1 s up to a
+minute).  A login the server refuses, a folder that does not exist or a certificate
+that is not trusted is one error line, kept in the database for ``pbmserv status``,
+and tried again after 2 minutes, then twice as long each time up to half an hour.
 """
 
 from __future__ import annotations
 
+import contextlib
+import imaplib
 import logging
 import os
 import re
+import select
 import signal
 import socket
 import ssl
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from imapclient import IMAPClient
 from imapclient.exceptions import LoginError
-from sqlalchemy import select
+from sqlalchemy import select as query
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from pbmserv.backoff import backoff
 from pbmserv.config import Mailbox, Settings, SettingsError, read_password
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import ImapMessage, ImapState
 from pbmserv.db.session import Database
-from pbmserv.intake.store import OverQuota, Quota, Stored, store_batch
+from pbmserv.intake.store import OverQuota, Quota, Stored, message_key, store_batch
 from pbmserv.mail.text import clean_line
 
 log = logging.getLogger(__name__)
@@ -46,35 +72,59 @@ DONE_KEYWORD = "$PbmservDone"
 SEEN = "\\Seen"
 #: mails fetched (and committed) together
 FETCH_BATCH = 20
-#: how long one IDLE lasts before it is renewed (servers end it after 30 minutes)
-#: (a home router may forget a silent connection after a few minutes: renewing it
-#: every 4 minutes, and TCP keepalives, keep it known)
-IDLE_RENEW = 240.0
 #: TCP keepalive: first probe after this many idle seconds, then every KEEPALIVE_EVERY
 KEEPALIVE_IDLE = 60
 KEEPALIVE_EVERY = 20
 KEEPALIVE_PROBES = 3
 #: how often a waiting IDLE looks whether ``serve`` is stopping
 IDLE_TICK = 1.0
-#: the socket's timeout for anything but IDLE
+#: the socket's timeout for a command that moves mail (SEARCH, FETCH, STORE)
 TIMEOUT = 60.0
+#: the longest the server may take to answer a NOOP or the end of an IDLE, or to end
+#: a line it began, before the connection counts as dead
+ANSWER_WAIT = 20.0
 RETRY_FIRST = 1.0
 RETRY_MAX = 60.0
-#: how often a mailbox that refused us (login, folder, certificate) is tried again
+#: how long a mailbox that refused us (login, folder, certificate) is left alone, the
+#: first time and at most
 PROBLEM_RETRY = 120.0
+PROBLEM_RETRY_MAX = 1800.0
+#: the most looks one after the other while the server tells of new mail
+MAX_LOOKS = 20
+#: the heartbeat is written at most this often (each look would write it)
+BEAT_EVERY = 5.0
+#: beyond ``imap_keepalive``, how long the reader's hold on the mailbox lasts without a
+#: heartbeat before another ``serve`` may take it (the status's grace as well)
+HOLD_GRACE = 90.0
 #: test only: SIGKILL ``serve`` at a step ("imap-fetched": the mail fetched, not yet
 #: committed; "imap-stored": committed, not yet marked done on the server)
 CRASH_ENV = "PBMSERV_TEST_CRASH_AT"
-#: UIDs looked up in the database in one query
+#: UIDs (and keys) looked up in the database in one query
 LOOKUP_CHUNK = 500
 #: how long a mail over its sender's quota stays in the folder before it is tried again
 OVER_QUOTA_RETRY = 600.0
+#: the most of an over-size mail's header that is fetched (and stored)
+HEADER_BYTES = 65536
+#: what the server's words say of new mail
+_NEW_MAIL = (b"EXISTS", b"RECENT")
 _RETURN_PATH = re.compile(rb"(?im)^return-path:[ \t]*<([^>\r\n]{0,320})>")
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
+_HOLDER = re.compile(r" pid (\d+) \((\w+)-")
+#: this process, as the readers it runs name it: a process of another run with the same
+#: pid (a container started again) is not taken for it
+_PROCESS = uuid.uuid4().hex[:6]
 
 
 class ImapProblem(Exception):
     """What keeps the intake from the mailbox until the administrator acts."""
+
+
+class ConnectionLost(Exception):
+    """The connection ended without the server's word, or the server said BYE."""
+
+
+class Displaced(Exception):
+    """Another ``serve`` took the mailbox: this reader's hold on it ran out."""
 
 
 def _checkpoint(step: str) -> None:
@@ -137,6 +187,7 @@ def connect(settings: Settings) -> IMAPClient:
             f"the certificate of {box.host}:{box.port} is not trusted "
             f"({exc.verify_message}): set imap_ca_file to the certificate that signs "
             "it (or, for a test host only, imap_verify = false)") from None
+    client.normalise_times = False  # INTERNALDATE as the server says it, with its zone
     try:
         password = read_password(settings.imap_password, settings.imap_password_file,
                                  "the IMAP")
@@ -197,9 +248,77 @@ def _buffered(client: IMAPClient) -> bool:
         client._set_read_timeout()
 
 
+def _readable(client: IMAPClient, timeout: float) -> bool:
+    """Whether the server said something (or the connection ended: a reset or its end
+    reads as something too) within ``timeout`` seconds."""
+    sock = client.socket()
+    if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        return True
+    if _buffered(client):
+        return True
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(max(timeout, 0.0) * 1000))
+
+
+def _read_line(client: IMAPClient) -> bytes:
+    """One line of the server's: ConnectionLost if the connection ended or broke, or
+    the line does not come whole within ANSWER_WAIT."""
+    sock = client.socket()
+    sock.settimeout(ANSWER_WAIT)
+    try:
+        line: bytes = client._imap._get_line()
+    except (OSError, imaplib.IMAP4.abort, ValueError) as exc:
+        raise ConnectionLost(f"the connection ended while waiting with IDLE "
+                             f"({_said(exc)})") from None
+    finally:
+        with contextlib.suppress(OSError):
+            client._set_read_timeout()
+    if line.upper().startswith(b"* BYE"):
+        said = clean_line(line.decode("utf-8", "replace"), 200)
+        raise ConnectionLost(f"the server said {said}")
+    return line
+
+
+def _tells_of_mail(line: bytes) -> bool:
+    """Whether an untagged line of the server's tells of new mail ("* 4 EXISTS")."""
+    words = line.split()
+    return len(words) >= 3 and words[0] == b"*" and words[2].upper() in _NEW_MAIL
+
+
+class Announcements:
+    """What the server told of the folder in its answers to our commands (imaplib keeps
+    each untagged answer; they are read, and forgotten, here): new mail is a count of
+    mails ("* 5 EXISTS") other than the last one told, or any count told after mails
+    left the folder ("* 3 EXPUNGE").  A server that repeats an unchanged count at every
+    command is not taken for one telling of new mail."""
+
+    def __init__(self) -> None:
+        self.count: int | None = None
+        self.expunged = False
+
+    def new_mail(self, client: IMAPClient) -> bool:
+        kept = client._imap.untagged_responses
+        counts = kept.pop("EXISTS", None) or []
+        kept.pop("RECENT", None)
+        expunged = bool(kept.pop("EXPUNGE", None))
+        kept.pop("FETCH", None)  # flags changed by others: read by nobody
+        told = False
+        if counts:
+            try:
+                count = int(counts[-1])
+            except (TypeError, ValueError):
+                count = -1
+            told = count != self.count or self.expunged or expunged
+            self.count, self.expunged = count, False
+        elif expunged:
+            self.expunged = True
+        return told
+
+
 def _keep_alive(client: IMAPClient) -> None:
     """TCP keepalives on the connection: a NAT router keeps it, and a peer that is gone
-    without a word is noticed in minutes, not hours."""
+    without a word is noticed even by a command waiting for its answer."""
     sock = client.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     for option, value in (("TCP_KEEPIDLE", KEEPALIVE_IDLE), ("TCP_KEEPINTVL", KEEPALIVE_EVERY),
@@ -210,6 +329,7 @@ def _keep_alive(client: IMAPClient) -> None:
 
 def _close(client: IMAPClient) -> None:
     try:
+        client.socket().settimeout(ANSWER_WAIT)
         client.logout()
     except Exception:
         try:
@@ -238,6 +358,27 @@ def check_mailbox(settings: Settings) -> str | None:
         _close(client)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class Since:
+    """Which mail of the folder is taken (``imap_since``): from ``uid`` on under the
+    UIDVALIDITY of the first read, else what the server dates ``day`` or later and,
+    if ``at`` is set, came at or after it."""
+
+    uid: int | None = None
+    day: date | None = None
+    at: datetime | None = None
+
+
 class ImapIntake(threading.Thread):
     """Takes the mail of one IMAP folder into the store while ``serve`` runs."""
 
@@ -251,6 +392,9 @@ class ImapIntake(threading.Thread):
         self.key = str(self.mailbox)
         self.on_stored = on_stored
         self.quota = Quota.of(settings)
+        self.keepalive = float(settings.imap_keepalive)
+        #: who this reader is, as the database and ``pbmserv status`` name it
+        self.me = f"{socket.gethostname()} pid {os.getpid()} ({_PROCESS}-{uuid.uuid4().hex[:4]})"
         #: mails left in the folder, over their sender's quota: UID -> when to try again
         self._later: dict[int, float] = {}
         self._stopping = threading.Event()
@@ -258,6 +402,17 @@ class ImapIntake(threading.Thread):
         self._client: IMAPClient | None = None
         #: whether the last session got as far as reading the folder
         self._was_reading = False
+        #: since when the last session read the folder (monotonic)
+        self._reading_since = 0.0
+        self._beaten = -BEAT_EVERY
+        self._holding = False
+        #: the other reader that holds the mailbox, as last said in the log
+        self._held_by: str | None = None
+        #: which mail is taken, per UIDVALIDITY (read once a session)
+        self._since: dict[int, Since] = {}
+        self._told = Announcements()
+        #: set while the reader waits for mail (IDLE, or between two looks)
+        self.waiting = threading.Event()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -265,24 +420,51 @@ class ImapIntake(threading.Thread):
 
     # -- the loop ---------------------------------------------------------------------
     def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            self._let_go()
+
+    def _run(self) -> None:
         wait = RETRY_FIRST
+        problems = 0
         while not self._stopping.is_set():
             try:
+                held = self._hold()
+            except SQLAlchemyError as exc:
+                self._report(f"the database does not answer ({_said(exc)})", lasting=False,
+                             retry=RETRY_MAX)
+                self._pause(RETRY_MAX)
+                continue
+            if not held:  # another serve reads the mailbox: wait for its end
+                self._pause(self.keepalive)
+                continue
+            try:
                 self._session()
-                wait = RETRY_FIRST
+                wait, problems = RETRY_FIRST, 0
                 continue
             except ImapProblem as exc:
-                self._report(str(exc))
-                self._stopping.wait(PROBLEM_RETRY)
+                problems += 1
+                pause = backoff(problems, PROBLEM_RETRY, PROBLEM_RETRY_MAX)
+                self._report(str(exc), retry=pause)
+                self._pause(pause)
+                continue
+            except Displaced as exc:
+                log.error("IMAP %s: %s; this reader stops reading it", self.key, exc)
+                self._holding = False
                 continue
             except Exception as exc:  # the network, the server going away, the database
-                if self._was_reading:  # a drop after a good session starts the waits anew
-                    wait = RETRY_FIRST
+                if self._was_reading:  # a drop after a good session starts the waits
+                    # anew: at once after a session that read for a while (one that is
+                    # dropped as soon as it reads is opened no more often than that)
+                    read_for = time.monotonic() - self._reading_since
+                    wait = 0.0 if read_for >= RETRY_FIRST else RETRY_FIRST
+                    problems = 0
                 problem = (f"the connection to {self.mailbox.host}:{self.mailbox.port} "
                            f"failed ({type(exc).__name__}: {_said(exc)})")
                 self._report(problem, lasting=False, retry=wait)
-            self._stopping.wait(wait)
-            wait = min(wait * 2, RETRY_MAX)
+            self._pause(wait)
+            wait = min(max(wait * 2, RETRY_FIRST), RETRY_MAX)
 
     def _session(self) -> None:
         self._was_reading = False
@@ -291,32 +473,100 @@ class ImapIntake(threading.Thread):
         try:
             _keep_alive(client)
             uidvalidity = select_folder(client, self.settings)
+            self._since, self._told = {}, Announcements()
+            self.since(client, uidvalidity)  # the first read is made before anything
             idle = client.has_capability("IDLE")
             self._report(None, idle=idle)
-            self._was_reading = True
+            self._was_reading, self._reading_since = True, time.monotonic()
             while not self._stopping.is_set():
-                self.take_new(client, uidvalidity)
+                self.look(client, uidvalidity)
                 if idle:
                     self._idle(client)
                 else:
-                    self._stopping.wait(self.settings.imap_poll)
+                    self._poll(client)
         finally:
             self._client = None
             _close(client)
 
-    # -- talking to the server --------------------------------------------------------
-    def _idle(self, client: IMAPClient) -> None:
-        """Wait until the server says the folder changed (or IDLE_RENEW passes)."""
-        client.idle()
-        try:
-            if _buffered(client):
+    def _pause(self, seconds: float) -> None:
+        """Wait (until ``serve`` stops), the heart beating meanwhile."""
+        until = time.monotonic() + seconds
+        while not self._stopping.is_set():
+            left = until - time.monotonic()
+            if left <= 0:
                 return
-            until = time.monotonic() + IDLE_RENEW
-            while not self._stopping.is_set() and time.monotonic() < until:
-                if client.idle_check(timeout=IDLE_TICK):
+            self._stopping.wait(min(left, self.keepalive))
+            if self._holding and not self._stopping.is_set():
+                try:
+                    self._beat()
+                except Displaced as exc:
+                    log.error("IMAP %s: %s", self.key, exc)
                     return
+
+    # -- talking to the server --------------------------------------------------------
+    def look(self, client: IMAPClient, uidvalidity: int) -> int:
+        """Take what is new in the folder, again as long as the server tells of more
+        while it is taken; returns how many mails were stored."""
+        stored = 0
+        for _ in range(MAX_LOOKS):
+            self._beat()
+            self._told.new_mail(client)
+            client.socket().settimeout(ANSWER_WAIT)
+            try:
+                client.noop()  # the session's view of the folder brought up to date
+            finally:
+                client._set_read_timeout()
+            self._told.new_mail(client)  # what the NOOP told of, the SEARCH sees
+            stored += self.take_new(client, uidvalidity)
+            if not self._told.new_mail(client) or self._stopping.is_set():
+                break
+        return stored
+
+    def _idle(self, client: IMAPClient) -> None:
+        """Wait with IDLE until the server tells of new mail, or ``imap_keepalive``
+        passes; ConnectionLost if the connection ends meanwhile."""
+        client.idle()
+        until = time.monotonic() + self.keepalive
+        self.waiting.set()
+        try:
+            while not self._stopping.is_set():
+                left = until - time.monotonic()
+                if left <= 0:
+                    break
+                if _readable(client, min(IDLE_TICK, left)) and _tells_of_mail(
+                        _read_line(client)):
+                    break
         finally:
+            self.waiting.clear()
+        client.socket().settimeout(ANSWER_WAIT)
+        try:
             client.idle_done()
+        finally:
+            client._set_read_timeout()
+
+    def _poll(self, client: IMAPClient) -> None:
+        """Wait ``imap_poll`` seconds, with a NOOP every ``imap_keepalive`` seconds (it
+        ends the wait if the server tells of new mail in its answer)."""
+        until = time.monotonic() + self.settings.imap_poll
+        while not self._stopping.is_set():
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            self.waiting.set()
+            try:
+                self._stopping.wait(min(left, self.keepalive))
+            finally:
+                self.waiting.clear()
+            if until - time.monotonic() <= 0 or self._stopping.is_set():
+                return
+            self._beat()
+            client.socket().settimeout(ANSWER_WAIT)
+            try:
+                client.noop()
+            finally:
+                client._set_read_timeout()
+            if self._told.new_mail(client):
+                return
 
     def _mark_done(self, client: IMAPClient, uids: list[int]) -> None:
         done = self.settings.imap_done
@@ -339,6 +589,170 @@ class ImapIntake(threading.Thread):
         else:
             client.expunge()
 
+    # -- one reader per mailbox, and its heartbeat -------------------------------------
+    def _state(self, session: Session) -> ImapState:
+        state = session.get(ImapState, self.key, with_for_update=True)
+        if state is None:
+            state = ImapState(mailbox=self.key, since=utcnow())
+            session.add(state)
+        return state
+
+    def _hold(self) -> bool:
+        """Take the mailbox for this reader (unless another serve holds it, and beats,
+        or runs on this host); whether it is this reader's."""
+        if self._holding:
+            return True
+        now = utcnow()
+        other: ImapState | None = None
+        try:
+            with self.db.transaction() as session:
+                state = self._state(session)
+                holder = state.reader
+                if holder not in (None, self.me) and not self._gone(holder, state, now):
+                    session.expunge(state)
+                    other = state
+                else:
+                    state.reader = self.me
+                    state.beat_at = now
+                    state.held_until = now + timedelta(seconds=self.keepalive + HOLD_GRACE)
+        except IntegrityError:  # another reader made the row at the same time
+            return False
+        if other is not None:
+            if other.reader != self._held_by:
+                self._held_by = other.reader
+                log.error("IMAP %s is read by another pbmserv (%s, its last heartbeat at "
+                          "%s UTC): one reader per mailbox; this one waits, and reads it "
+                          "if that one stops", self.key, other.reader,
+                          f"{other.beat_at:%Y-%m-%d %H:%M:%S}" if other.beat_at else "-")
+            return False
+        if self._held_by is not None:
+            log.warning("IMAP %s: the other reader (%s) is gone; this one reads it now",
+                        self.key, self._held_by)
+            self._held_by = None
+        self._holding = True
+        self._beaten = time.monotonic()
+        return True
+
+    @staticmethod
+    def _gone(holder: str | None, state: ImapState, now: datetime) -> bool:
+        """Whether the reader that holds the mailbox is gone: its hold ran out, or it
+        ran on this host and its process is no more (a SIGKILL, a crash; a container
+        started again, whose new process may have the old one's pid)."""
+        if state.held_until is None or state.held_until < now:
+            return True
+        found = _HOLDER.search(holder or "")
+        if found is None or not (holder or "").startswith(socket.gethostname() + " "):
+            return False
+        pid, process = int(found.group(1)), found.group(2)
+        if pid == os.getpid():
+            return process != _PROCESS
+        return not _alive(pid)
+
+    def _beat(self, *, force: bool = False) -> None:
+        """The heartbeat, which renews the hold on the mailbox (at most every
+        BEAT_EVERY seconds); Displaced if another reader took it meanwhile."""
+        if not self._holding:
+            return
+        now = time.monotonic()
+        if not force and now - self._beaten < BEAT_EVERY:
+            return
+        at = utcnow()
+        try:
+            with self.db.transaction(lazy=True) as session:
+                kept = session.execute(
+                    update(ImapState)
+                    .where(ImapState.mailbox == self.key, ImapState.reader == self.me)
+                    .values(beat_at=at,
+                            held_until=at + timedelta(seconds=self.keepalive + HOLD_GRACE))
+                    .execution_options(synchronize_session=False)).rowcount  # type: ignore[attr-defined]
+        except SQLAlchemyError as exc:  # the database is for the status; mail waits
+            log.warning("IMAP %s: cannot write its heartbeat: %s", self.key, _said(exc))
+            return
+        self._beaten = now
+        if not kept:
+            self._holding = False
+            raise Displaced("another pbmserv took the mailbox while this reader did not beat")
+
+    def _let_go(self) -> None:
+        """Give the mailbox up (``serve`` stops): the status says since when it is not
+        read, and another serve may take it at once."""
+        if not self._holding:
+            return
+        self._holding = False
+        try:
+            with self.db.transaction() as session:
+                session.execute(update(ImapState)
+                                .where(ImapState.mailbox == self.key,
+                                       ImapState.reader == self.me)
+                                .values(reader=None, held_until=None, beat_at=utcnow())
+                                .execution_options(synchronize_session=False))
+        except SQLAlchemyError as exc:
+            log.warning("IMAP %s: cannot give up the mailbox: %s", self.key, _said(exc))
+
+    # -- which mail is taken ----------------------------------------------------------
+    def since(self, client: IMAPClient, uidvalidity: int) -> Since:
+        """Which mail of the folder is taken (``imap_since``).  The first read of the
+        mailbox is recorded (when, and the first UID after it), and with "now" the mail
+        already there is left alone: one line in the log says how many."""
+        known = self._since.get(uidvalidity)
+        if known is not None:
+            return known
+        setting = self.settings.imap_since
+        with self.db.reading() as session:
+            state = session.get(ImapState, self.key)
+            first = None if state is None or state.first_read_at is None else (
+                state.first_read_at, state.first_uidvalidity, state.first_uid)
+        if first is None:
+            first = self._first_read(client, uidvalidity, setting)
+        if setting == "all":
+            since = Since()
+        elif setting != "now":
+            since = Since(day=date.fromisoformat(setting))
+            if uidvalidity not in self._since:
+                self._count_left(client, since)
+        elif first[1] == uidvalidity and first[2] is not None:
+            since = Since(uid=first[2])
+        else:  # the folder rebuilt (or read before there were first reads): by date, to
+            # the second (what the server dates a mail to)
+            since = Since(day=first[0].date() - timedelta(days=1),
+                          at=first[0].replace(microsecond=0))
+        self._since[uidvalidity] = since
+        return since
+
+    def _first_read(self, client: IMAPClient, uidvalidity: int,
+                    setting: str) -> tuple[datetime, int | None, int | None]:
+        there = sorted(int(u) for u in client.search(self._criteria()))
+        first_uid = (there[-1] + 1) if there else 1
+        at = utcnow()
+        with self.db.transaction() as session:
+            state = self._state(session)
+            if state.first_read_at is None:
+                state.first_read_at, state.first_uidvalidity, state.first_uid = (
+                    at, uidvalidity, first_uid)
+            taken = (state.first_read_at, state.first_uidvalidity, state.first_uid)
+        if setting == "now" and taken[0] == at:
+            if there:
+                log.warning("IMAP %s: first read: %d mail(s) already in the folder are left "
+                            "as they are and never answered (imap_since = \"now\"); set "
+                            "imap_since to \"all\" or to a day to answer them", self.key,
+                            len(there))
+            else:
+                log.info("IMAP %s: first read: the folder holds no mail yet", self.key)
+        return taken
+
+    def _count_left(self, client: IMAPClient, since: Since) -> None:
+        assert since.day is not None
+        left = client.search([*self._criteria(), "BEFORE", since.day])
+        if left:
+            log.warning("IMAP %s: %d mail(s) from before %s are left as they are, never "
+                        "answered (imap_since)", self.key, len(left), since.day.isoformat())
+
+    def _criteria(self) -> list[object]:
+        criteria: list[object] = ["NOT", "DELETED"]
+        if self.settings.imap_done == "flag":
+            criteria += ["UNKEYWORD", DONE_KEYWORD]
+        return criteria
+
     # -- taking mail ------------------------------------------------------------------
     def _known(self, uidvalidity: int, uids: list[int]) -> dict[int, str]:
         """The outcome of each of ``uids`` taken before."""
@@ -346,27 +760,42 @@ class ImapIntake(threading.Thread):
         with self.db.reading() as session:
             for chunk in _chunks(uids, LOOKUP_CHUNK):
                 for uid, outcome in session.execute(
-                        select(ImapMessage.uid, ImapMessage.outcome)
+                        query(ImapMessage.uid, ImapMessage.outcome)
                         .where(ImapMessage.mailbox == self.key,
                                ImapMessage.uidvalidity == uidvalidity,
                                ImapMessage.uid.in_(chunk))):
                     out[uid] = outcome
         return out
 
+    def _known_keys(self, keys: list[str]) -> dict[str, str]:
+        """The outcome of each of ``keys`` taken before, under any UID."""
+        if not keys:
+            return {}
+        with self.db.reading() as session:
+            return {key: outcome for key, outcome in session.execute(
+                query(ImapMessage.key, ImapMessage.outcome)
+                .where(ImapMessage.mailbox == self.key, ImapMessage.key.in_(keys)))
+                if key is not None}
+
     def take_new(self, client: IMAPClient, uidvalidity: int) -> int:
         """Store every mail of the folder not taken yet, then mark it done; returns
         how many were stored."""
-        criteria: list[str] = ["NOT", "DELETED"]
-        if self.settings.imap_done == "flag":
-            criteria += ["UNKEYWORD", DONE_KEYWORD]
-        elif self.settings.imap_done == "delete":
+        since = self.since(client, uidvalidity)
+        criteria = self._criteria()
+        if self.settings.imap_done == "delete":
             self._expunge_left_over(client, uidvalidity)
+        if since.uid is not None:
+            criteria += ["UID", f"{since.uid}:*"]
+        elif since.day is not None:
+            criteria += ["SINCE", since.day]
         uids = sorted(int(u) for u in client.search(criteria))
+        if since.uid is not None:  # "N:*" holds the highest UID even if it is below N
+            uids = [u for u in uids if u >= since.uid]
         if not uids:
             return 0
         known = self._known(uidvalidity, uids)
         # stored before a crash kept them from being marked: marked now, not stored again
-        unmarked = [u for u in uids if known.get(u) == "stored"]
+        unmarked = [u for u in uids if known.get(u) in ("stored", "again")]
         if unmarked:
             self._mark_done(client, unmarked)
         stored = 0
@@ -374,7 +803,7 @@ class ImapIntake(threading.Thread):
         self._later = {u: at for u, at in self._later.items() if at > now}
         for chunk in _chunks([u for u in uids if u not in known and u not in self._later],
                              FETCH_BATCH):
-            stored += self._take(client, uidvalidity, chunk)
+            stored += self._take(client, uidvalidity, chunk, since)
         return stored
 
     def _expunge_left_over(self, client: IMAPClient, uidvalidity: int) -> None:
@@ -382,36 +811,53 @@ class ImapIntake(threading.Thread):
         expunged them (no one else's: those stay as they are)."""
         deleted = sorted(int(u) for u in client.search(["DELETED"]))
         known = self._known(uidvalidity, deleted) if deleted else {}
-        mine = [u for u in deleted if known.get(u) == "stored"]
+        mine = [u for u in deleted if known.get(u) in ("stored", "again")]
         if mine:
             self._expunge_uids(client, mine)
 
-    def _take(self, client: IMAPClient, uidvalidity: int, uids: list[int]) -> int:
+    def _take(self, client: IMAPClient, uidvalidity: int, uids: list[int],
+              since: Since) -> int:
         limit = self.settings.max_message_size
-        sizes = client.fetch(uids, ["RFC822.SIZE"])
-        big = [u for u in uids if u in sizes and int(sizes[u][b"RFC822.SIZE"]) > limit]
-        small = [u for u in uids if u in sizes and u not in big]
+        items = ["RFC822.SIZE"] + (["INTERNALDATE"] if since.at is not None else [])
+        sizes = client.fetch(uids, items)
+        old = [u for u in uids if u in sizes and since.at is not None
+               and _arrived(sizes[u]) < since.at]
+        big = [u for u in uids if u in sizes and u not in old
+               and int(sizes[u][b"RFC822.SIZE"]) > limit]
+        small = [u for u in uids if u in sizes and u not in old and u not in big]
         fetched = client.fetch(small, ["BODY.PEEK[]"]) if small else {}
+        heads = client.fetch(big, [f"BODY.PEEK[HEADER]<0.{HEADER_BYTES}>"]) if big else {}
         mails = [(u, bytes(fetched[u][b"BODY[]"])) for u in small if u in fetched]
+        mails = sorted(mails + [(u, _head(heads[u])) for u in big if u in heads])
         _checkpoint("imap-fetched")
+        keys = {uid: message_key(raw, envelope_of(raw)) for uid, raw in mails}
+        before = self._known_keys(sorted(set(keys.values())))
+        again = {uid: before[keys[uid]] for uid, _ in mails if keys[uid] in before}
+        new = [(uid, raw) for uid, raw in mails if uid not in again]
+        real = {u: int(sizes[u][b"RFC822.SIZE"]) for u in big}
 
         def record(session: Session, ids: list[Stored]) -> None:
             now = utcnow()
-            for (uid, _), stored in zip(mails, ids, strict=True):
+            for (uid, _), stored in zip(new, ids, strict=True):
                 if isinstance(stored, OverQuota):  # not taken: tried again later
                     continue
                 session.add(ImapMessage(mailbox=self.key, uidvalidity=uidvalidity, uid=uid,
-                                        inbound_id=stored, outcome="stored", taken_at=now))
-            for uid in big:
+                                        inbound_id=stored, taken_at=now, key=keys[uid],
+                                        outcome="too big" if uid in real else "stored"))
+            for uid, outcome in again.items():
                 session.add(ImapMessage(mailbox=self.key, uidvalidity=uidvalidity, uid=uid,
-                                        outcome="too big", taken_at=now))
+                                        key=keys[uid], taken_at=now,
+                                        outcome="too big" if outcome == "too big" else "again"))
+            for uid in old:
+                session.add(ImapMessage(mailbox=self.key, uidvalidity=uidvalidity, uid=uid,
+                                        outcome="old", taken_at=now))
             session.flush()
 
-        ids = store_batch(self.db, [(raw, envelope_of(raw)) for _, raw in mails], also=record,
-                          quota=self.quota)
+        ids = store_batch(self.db, [(raw, envelope_of(raw)) for _, raw in new], also=record,
+                          quota=self.quota, sizes=[real.get(uid) for uid, _ in new])
         _checkpoint("imap-stored")
         over = []
-        for (uid, _), stored in zip(mails, ids, strict=True):
+        for (uid, _), stored in zip(new, ids, strict=True):
             if isinstance(stored, OverQuota):  # left in the folder, unmarked
                 over.append(uid)
                 self._later[uid] = time.monotonic() + OVER_QUOTA_RETRY
@@ -420,14 +866,22 @@ class ImapIntake(threading.Thread):
                             OVER_QUOTA_RETRY // 60)
         for uid in big:
             log.warning("IMAP %s: the mail with UID %s is %s bytes, over max_message_size (%s): "
-                        "left in the folder, not taken", self.key, uid,
-                        sizes[uid][b"RFC822.SIZE"], limit)
+                        "answered with the limit, left in the folder unmarked", self.key, uid,
+                        real[uid], limit)
+        if again:
+            log.info("IMAP %s: %d mail(s) taken before under another UID (the folder "
+                     "rebuilt, or the mail put back): not answered again", self.key,
+                     len(again))
+        if old:
+            log.info("IMAP %s: %d mail(s) from before the first read left alone "
+                     "(imap_since)", self.key, len(old))
         fresh = [i for i in ids if isinstance(i, int)]
         if fresh:
             self.on_stored(fresh)
-        taken = [u for u, _ in mails if u not in over]
+        taken = [u for u, _ in new if u not in over and u not in real]
+        taken += [u for u, outcome in again.items() if outcome != "too big"]
         if taken:
-            self._mark_done(client, taken)
+            self._mark_done(client, sorted(taken))
         return len(fresh)
 
     # -- telling the administrator ----------------------------------------------------
@@ -449,14 +903,29 @@ class ImapIntake(threading.Thread):
         self._reported = problem
         try:
             with self.db.transaction() as session:
-                state = session.get(ImapState, self.key)
-                if state is None:
-                    state = ImapState(mailbox=self.key)
-                    session.add(state)
+                state = self._state(session)
                 now = utcnow()
                 if changed or state.since is None:
                     state.since = now
                 state.problem, state.checked_at, state.idle = problem, now, idle
+                if state.reader == self.me:
+                    state.beat_at = now
         except Exception as exc:  # the state is for the status only
             log.warning("IMAP %s: cannot record its state: %s", self.key, _said(exc))
 
+
+def _arrived(item: dict[bytes, object]) -> datetime:
+    """A fetched mail's INTERNALDATE, in UTC (a date without a zone is taken as UTC)."""
+    value = item.get(b"INTERNALDATE")
+    if not isinstance(value, datetime):
+        return datetime.max.replace(tzinfo=UTC)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _head(item: dict[bytes, object]) -> bytes:
+    """The header of an over-size mail, as fetched (its blank line closing it)."""
+    for name, value in item.items():
+        if name.startswith(b"BODY[HEADER]") and isinstance(value, bytes):
+            return value if value.endswith(b"\n\n") or value.endswith(b"\r\n\r\n") else (
+                value + b"\r\n")
+    return b"\r\n"

@@ -78,6 +78,13 @@ def dedupe_key(raw: bytes, envelope_from: str) -> str:
                     clean_envelope(envelope_from))[2]
 
 
+def message_key(raw: bytes, envelope_from: str) -> str:
+    """A short key of the mail that knows it whatever carries it (32 hex digits of the
+    SHA-256 of its dedupe key): the IMAP intake keeps it for good, the stored mail
+    only until it is purged."""
+    return hashlib.sha256(dedupe_key(raw, envelope_from).encode()).hexdigest()[:32]
+
+
 # INSERT ... ON CONFLICT (dedupe_key) DO NOTHING RETURNING id: no id, a redelivery.
 # As text with typed parameters (the same SQL on SQLite and PostgreSQL), prepared once
 # (SQLAlchemy's own insert().on_conflict_do_nothing() has no cache key: it was
@@ -180,17 +187,21 @@ def _over_or_known(session: Session, values: dict[str, Any],
 
 def store_batch(db: Database, mails: Sequence[tuple[bytes, str]],
                 also: Callable[[Session, list[Stored]], None] | None = None,
-                quota: Quota | None = None) -> list[Stored]:
+                quota: Quota | None = None,
+                sizes: Sequence[int | None] | None = None) -> list[Stored]:
     """Commit many raw mails at once; for each, its id, or None if it was stored
     before (a redelivery: the same sender and Message-ID), or OverQuota if its sender
     had ``quota``'s worth stored in the last 24 hours (not stored).  ``also`` is called
     with the session and those answers before the commit: what it writes is committed
-    with the mails, or not at all (the IMAP intake's record of the UIDs it took)."""
+    with the mails, or not at all (the IMAP intake's record of the UIDs it took).
+    ``sizes``: a mail's size as it came where only its header is stored (a mail over
+    ``max_message_size`` that the IMAP intake answers with the limit), None for the
+    others: their size is what is stored of them (see ``stored_form``)."""
     rows: list[dict[str, Any]] = []
     message_ids = []
     notes = []
     now = utcnow()
-    for received, envelope_from in mails:
+    for n, (received, envelope_from) in enumerate(mails):
         form = stored_form(received, envelope_from=envelope_from)
         raw = form.raw
         notes.append(f"{form.received} bytes" if not form.dropped else
@@ -198,14 +209,16 @@ def store_batch(db: Database, mails: Sequence[tuple[bytes, str]],
         envelope = clean_envelope(envelope_from)
         sender, message_id, key = identify(raw, envelope)
         message_ids.append(message_id)
-        rows.append({"raw": raw, "size": len(raw), "envelope_from": envelope,
+        rows.append({"raw": raw, "size": len(raw) if sizes is None else sizes[n] or len(raw),
+                     "envelope_from": envelope,
                      "sender": sender[:320], "dedupe_key": key, "received_at": now,
                      "status": InboundStatus.NEW})
     with db.transaction(urgent=True) as session:
         usage = None if quota is None else _Usage(session, quota, now)
         ids: list[Stored] = []
         for values in rows:
-            over = None if usage is None else usage.over(values["sender"], values["size"])
+            over = None if usage is None else usage.over(values["sender"],
+                                                         len(values["raw"]))
             ids.append(_insert(session, values) if over is None
                        else _over_or_known(session, values, over))
         if also is not None:

@@ -87,6 +87,9 @@ class Refusal:
     NESTING = "nesting"
     PARTS = "parts"
     HEADERS = "headers"
+    #: larger than ``max_size`` (only the IMAP intake stores such a mail, its header
+    #: alone, to answer it)
+    SIZE = "size"
 
 
 @dataclass

@@ -74,7 +74,8 @@ def _tell(item: BoardNews, user: User, events: list[Event]) -> None:
         item.lines.append((text, comments[0] if comments else None))
 
 
-def digest(session: Session, user: User, since: int, upto: int) -> tuple[str, str] | None:
+def digest(session: Session, user: User, since: int, upto: int,
+           name: str = "pbmserv") -> tuple[str, str] | None:
     """(subject, body) of the user's digest of events ``since`` < id <= ``upto``, or
     None when there is nothing to tell: no board waits for their move and nothing
     they did not do themselves happened on the boards they play."""
@@ -112,6 +113,7 @@ def digest(session: Session, user: User, since: int, upto: int) -> tuple[str, st
     for item in [*to_move, *ended]:
         item.status = status_line(item.engine, item.board)
         item.summary = board_summary(session, item.engine, item.board)
-    subject = render("subjects/digest.txt.j2", count=len(to_move), ended=len(ended)).strip()
+    subject = render("subjects/digest.txt.j2", server=name, count=len(to_move),
+                     ended=len(ended)).strip()
     body = render("digest.txt.j2", user=user, to_move=to_move, ended=ended)
     return subject, body

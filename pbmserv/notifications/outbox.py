@@ -57,6 +57,13 @@ def new_message_id(settings: Settings) -> str:
     return f"<{uuid.uuid4().hex}@{settings.domain}>"
 
 
+def our_subject(settings: Settings, what: str, *, colon: bool = True) -> str:
+    """The Subject of a mail of the server's own (a reply, an account's news), headed
+    by the ``name`` setting: "Club games: error", "Club games help"."""
+    return render("subjects/ours.txt.j2", server=settings.server_name, what=what,
+                  colon=colon).strip()
+
+
 def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, body: str,
                inbound_id: int | None = None, in_reply_to: str | None = None,
                reply_to: str | None = None, html: str | None = None,

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from pbmserv.db.models import Board, User
 from pbmserv.notifications.notes import AnswerAsked, Note, answer_asked, notes_for
+from pbmserv.notifications.outbox import our_subject
 from pbmserv.notifications.views import BoardView, board_subject, board_view, summary_text
 from pbmserv.render import render
 from pbmserv.service.boards import engine_of, player_of
@@ -169,7 +170,8 @@ def compose(notifier: Notifier, sections: list[Section], *, reader: str,
         subject = sections[0].subject or ""
     else:
         failed = sum(not s.ok for s in sections)
-        subject = f"pbmserv: {len(sections)} commands" + (f", {failed} refused" if failed else "")
+        subject = our_subject(notifier.settings, f"{len(sections)} commands"
+                              + (f", {failed} refused" if failed else ""))
     settings = notifier.settings
     reply_to, example, answer = _reply_address(notifier, sections, reader)
     body = render("reply.txt.j2", sections=sections, settings=settings,

@@ -35,8 +35,8 @@ from pbmserv.db.prepared import Prepared
 from pbmserv.db.problems import describe, reason_line
 from pbmserv.db.session import Database
 from pbmserv.db.status import AlertKind, InboundStatus
-from pbmserv.mail.parse import ParsedMail, parse_message
-from pbmserv.notifications.outbox import queue_mail
+from pbmserv.mail.parse import ParsedMail, Refusal, parse_message
+from pbmserv.notifications.outbox import our_subject, queue_mail
 from pbmserv.processing.at_rest import mask_raw
 from pbmserv.processing.mail import handle
 from pbmserv.render import render
@@ -79,11 +79,12 @@ _QUEUED = (select(InboundMessage.id,
 _NEXT = (select(_QUEUED.c.id).where(_QUEUED.c.turn <= PER_SENDER)
          .order_by(_QUEUED.c.turn, _QUEUED.c.id).limit(bindparam("limit")))
 _RAW = select(InboundMessage.id, InboundMessage.raw, InboundMessage.envelope_from,
-              InboundMessage.sender).where(InboundMessage.id.in_(bindparam("ids", expanding=True)))
+              InboundMessage.sender, InboundMessage.size
+              ).where(InboundMessage.id.in_(bindparam("ids", expanding=True)))
 #: the next mails themselves, in one statement (SQLite: no other process takes them)
 _NEXT_MAILS = Prepared(
     select(InboundMessage.id, InboundMessage.raw, InboundMessage.envelope_from,
-           InboundMessage.sender)
+           InboundMessage.sender, InboundMessage.size)
     .join(_QUEUED, _QUEUED.c.id == InboundMessage.id)
     .where(_QUEUED.c.turn <= PER_SENDER)
     .order_by(_QUEUED.c.turn, _QUEUED.c.id).limit(bindparam("limit")))
@@ -96,6 +97,9 @@ class _Mail(NamedTuple):
     raw: bytes
     envelope_from: str
     sender: str
+    #: its size as it came (larger than ``raw`` for a mail over max_size of which the
+    #: IMAP intake stored the header alone)
+    size: int
 
 
 def read_pending(db: Database, settings: Settings, limit: int = BATCH) -> list[Stored]:
@@ -128,9 +132,11 @@ def _parsed(settings: Settings, rows: Sequence[Any]) -> list[Stored]:
     out = []
     for row in rows:
         try:
-            out.append(Stored(row.id, row.sender, parse_message(
-                row.raw, settings.addresses, row.envelope_from, is_command,
-                settings.trusted_authserv_ids), raw=row.raw))
+            mail = parse_message(row.raw, settings.addresses, row.envelope_from, is_command,
+                                 settings.trusted_authserv_ids)
+            if row.size > settings.max_message_size and not mail.refusal:
+                mail.refusal = Refusal.SIZE  # its header alone was kept: not read
+            out.append(Stored(row.id, row.sender, mail, raw=row.raw))
         except Exception as exc:  # a bug in the parser: keep the mail; nobody known to tell
             out.append(Stored(row.id, row.sender, None, failure_text(exc)))
     return out
@@ -147,7 +153,7 @@ _CLAIM_ONE = Prepared(select(InboundMessage.id, InboundMessage.sender)
 HELD_AT_ONCE = 10
 #: (the mails themselves come with the lock: they are read once locked)
 _CLAIM_LOCKED = (select(InboundMessage.id, InboundMessage.sender, InboundMessage.raw,
-                        InboundMessage.envelope_from)
+                        InboundMessage.envelope_from, InboundMessage.size)
                  .where(InboundMessage.id.in_(bindparam("ids", expanding=True)),
                         InboundMessage.status == InboundStatus.NEW)
                  .order_by(InboundMessage.id).limit(HELD_AT_ONCE)
@@ -340,7 +346,8 @@ def mark_failed(db: Database, settings: Settings, inbound_id: int, error: str,
                                  utcnow(), item=str(inbound_id))
             if marked and mail is not None and not mail.silent_reason:
                 queue_mail(session, settings, to=mail.reply_to,
-                           subject="pbmserv: your mail is held for the administrator",
+                           subject=our_subject(settings,
+                                               "your mail is held for the administrator"),
                            body=render("failed.txt.j2", settings=settings, number=inbound_id),
                            inbound_id=inbound_id, in_reply_to=mail.message_id)
     except Exception:

@@ -25,7 +25,7 @@ from pbmserv.games import ENGINES, get_engine
 from pbmserv.mail.addresses import address_key
 from pbmserv.mail.parse import ParsedMail
 from pbmserv.notifications import Notifier
-from pbmserv.notifications.outbox import Answered, answered, queue_mail
+from pbmserv.notifications.outbox import Answered, answered, our_subject, queue_mail
 from pbmserv.notifications.replies import BoardAnswer, Section, folded, pin
 from pbmserv.processing.answers import (
     DAY,
@@ -125,7 +125,7 @@ def run_line(ctx: Context, line: str, *, proving: bool = False) -> Section:
             if proving and ctx.logins == logins_before:
                 raise _NotProved
         return Section(cmd.masked(inv), True, result.text, result.subject or (
-            None if result.answer else f"pbmserv: {inv.verb}"), result.board,
+            None if result.answer else our_subject(ctx.settings, inv.verb)), result.board,
             answer=result.answer)
     except _NotProved:
         del ctx.service.events[ctx.events_mark:]
@@ -133,7 +133,7 @@ def run_line(ctx: Context, line: str, *, proving: bool = False) -> Section:
         assert cmd is not None and inv is not None
         return Section(cmd.masked(inv), False, render("list_unproved.txt.j2",
                                                       settings=ctx.settings),
-                       "pbmserv: not carried out")
+                       our_subject(ctx.settings, "not carried out"))
     except PlayerError as exc:
         hidden: set[str] = set()
         if is_stranger(ctx):
@@ -166,7 +166,7 @@ def refusal(ctx: Context, exc: PlayerError, quoted: str, usage: str | None,
     said = {"message": message, "usage": usage, "hint": exc.hint}
     if exc.board is None or engine is None:
         return Section(quoted, False, render("error.txt.j2", summary=None, **said),
-                       "pbmserv: error", exc.board)
+                       our_subject(ctx.settings, "error"), exc.board)
     ctx.session.refresh(exc.board)
     # the board as it stands is shown below the error (from its view, with the reply)
     return Section(quoted, False, "", f"{engine.title} Board {exc.board.number} Error",
@@ -181,7 +181,8 @@ def run_reply(ctx: Context, tag: str, move: str) -> Section:
         with ctx.session.begin_nested():
             result = reply_move(ctx, tag, move)
         return Section(quoted, True, result.text, result.subject or (
-            None if result.answer else "pbmserv: move"), result.board, answer=result.answer)
+            None if result.answer else our_subject(ctx.settings, "move")), result.board,
+            answer=result.answer)
     except PlayerError as exc:
         return refusal(ctx, exc, quoted, None)
 
@@ -256,7 +257,8 @@ def handle(session: Session, settings: Settings, inbound_id: int,
             log.info("message %s from %s refused (%s), %s", inbound_id, mail.reply_to,
                      mail.refusal, mail.silent_reason)
             return InboundStatus.IGNORED
-        queue_mail(session, settings, to=mail.reply_to, subject="pbmserv: your mail was not read",
+        queue_mail(session, settings, to=mail.reply_to,
+                   subject=our_subject(settings, "your mail was not read"),
                    body=render("refused.txt.j2", refusal=mail.refusal, settings=settings,
                                last=_last_answer(settings, done)),
                    inbound_id=inbound_id, in_reply_to=mail.message_id, kind=AnswerKind.REFUSAL)
@@ -282,7 +284,8 @@ def handle(session: Session, settings: Settings, inbound_id: int,
         sections = [board_reply_section(ctx, *mail.board_reply,
                                         by_reply=mail.reply_tag is not None)]
     if not sections:
-        sections = [Section("", False, render("no_command.txt.j2"), "pbmserv: no command found")]
+        sections = [Section("", False, render("no_command.txt.j2"),
+                            our_subject(settings, "no command found"))]
     sections = folded(sections)
 
     def scrub(text: str) -> str:  # the last guard: no password of this mail goes out
@@ -351,4 +354,4 @@ def welcome_section(ctx: Context) -> Section:
     how to begin, said once a day (short: the From may be forged)."""
     games = ", ".join(e.title for e in ENGINES.values())
     return Section("", False, render("welcome.txt.j2", settings=ctx.settings, games=games),
-                   "pbmserv: how to begin")
+                   our_subject(ctx.settings, "how to begin"))

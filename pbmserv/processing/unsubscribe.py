@@ -13,7 +13,7 @@ from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.status import InboundStatus
 from pbmserv.mail.parse import ParsedMail
-from pbmserv.notifications.outbox import queue_mail
+from pbmserv.notifications.outbox import our_subject, queue_mail
 from pbmserv.render import render
 from pbmserv.service.reply_tokens import server_secret
 from pbmserv.service.unsubscribe import Unsubscribed, unsubscribe
@@ -35,7 +35,8 @@ def handle_unsubscribe(session: Session, settings: Settings, inbound_id: int,
     if done is None:
         if mail.silent_reason:
             return InboundStatus.IGNORED, "unsubscribe address not ours: nothing changed"
-        queue_mail(session, settings, to=mail.reply_to, subject="pbmserv: not unsubscribed",
+        queue_mail(session, settings, to=mail.reply_to,
+                   subject=our_subject(settings, "not unsubscribed"),
                    body=render("unsubscribe_invalid.txt.j2", settings=settings),
                    inbound_id=inbound_id, in_reply_to=mail.message_id)
         return InboundStatus.DONE, "unsubscribe address not ours: nothing changed"

@@ -25,7 +25,13 @@ round are prepared once, and rows are read as plain rows, not ORM objects.
 
 A relay that cannot be reached charges no mail with a back-off: the mails stay due,
 the sender probes the relay every few seconds, and the backlog goes out as soon as
-it answers.  Only the relay's answer to one mail (4xx) delays that mail.
+it answers.  A relay that answers "not now" to the session (421: a provider's rate
+limit) or refuses the login is not probed: every sender keeps away from it for a
+minute (five after a refused login), twice as long after each refusal in a row, up
+to 15 minutes (an hour), each wait drawn within a fifth of its length
+(pbmserv.sender.standing), and says so in the log once, not at each try.  Only the
+relay's answer to one mail (4xx) delays that mail.  What the relay answered, and
+since when nothing it was given got through, is kept for ``pbmserv status``.
 """
 
 from __future__ import annotations
@@ -57,8 +63,10 @@ from pbmserv.sender.relay import (
     RelayConnection,
     RelayDown,
     TemporaryFailure,
+    Throttled,
     probe,
 )
+from pbmserv.sender.standing import Standing
 from pbmserv.service.bounces import suspended_among
 from pbmserv.service.reply_tokens import bounce_tag, server_secret
 
@@ -75,9 +83,14 @@ BATCH = 100
 MAX_BACKOFF = 3600
 #: how often an unreachable relay is tried again
 PROBE_EVERY = 2.0
-#: how often a relay that refused our login is tried again (a provider may lock an
-#: account that keeps giving a wrong password)
-LOGIN_AGAIN_EVERY = 300.0
+#: how long senders keep away from a relay that said 421 (a provider's rate limit),
+#: the first time and at most (the waits double between)
+THROTTLED_FIRST = 60.0
+THROTTLED_LONGEST = 900.0
+#: the same after a refused login (a provider may lock an account that keeps giving
+#: a wrong password)
+LOGIN_FIRST = 300.0
+LOGIN_LONGEST = 3600.0
 #: the span of ``daily_send_limit``
 DAY = timedelta(hours=24)
 
@@ -174,6 +187,20 @@ def _failed(row: OutboxMail, error: str) -> dict[str, Any]:
     return {"status": OutboxStatus.FAILED, "last_error": error[:2000], "leased_by": None}
 
 
+def envelope_sender(settings: Settings, secret: bytes, outbox_id: int) -> str:
+    """The envelope sender of outgoing mail ``outbox_id``.  With VERP (``verp``; by
+    default without a relay login) bounces of it come back to
+    ``pbmserv+bounce-o<id>-<signature>@domain`` (signed with ``secret``), naming the
+    mail and so its address, whatever form the bounce takes; else it is the login's
+    own address (a provider's submission server refuses any other), and a bounce is
+    known by the mail it returns."""
+    if not settings.uses_verp:
+        return settings.login_address
+    if not settings.subaddressing:  # a mailbox without sub-addresses: the bounce
+        return settings.address     # is known by the mail it returns
+    return subaddress(settings.address, bounce_tag(secret, outbox_id))
+
+
 class Sender:
     def __init__(self, db: Database, settings: Settings) -> None:
         self.db = db
@@ -186,14 +213,14 @@ class Sender:
         self.capped = False
         self._secret: bytes | None = None
         self._reader = db.engine.execution_options(**{READ_ONLY: True})
+        #: how the relay stands, shared with every other sender through the database
+        self.standing = Standing(db, settings)
 
     def bounce_address(self, row: OutboxMail) -> str:
-        """The envelope sender of ``row``'s mail (VERP): bounces of it come back to
-        ``pbmserv+bounce-o<id>-<signature>@domain``, naming the mail and so its
-        address, whatever form the bounce takes."""
-        if not self.settings.subaddressing:  # a mailbox without sub-addresses: the
-            return self.settings.address      # bounce is known by the mail it returns
-        return subaddress(self.settings.address, bounce_tag(self._know_secret(), row.id))
+        """The envelope sender of ``row``'s mail (see ``envelope_sender``)."""
+        if not self.settings.uses_verp or not self.settings.subaddressing:
+            return envelope_sender(self.settings, b"", row.id)
+        return envelope_sender(self.settings, self._know_secret(), row.id)
 
     def _know_secret(self) -> bytes:
         """The key of the bounce addresses: asked once (in a transaction of its own, so
@@ -289,6 +316,8 @@ class Sender:
         relay = self.settings.relay_target
         if relay is None:
             return self._into_maildir(limit)
+        if self.standing.held_off() is not None:  # a 421 or a refused login: not yet
+            return 0
         if self.relay_down:
             if time.monotonic() < self._next_probe:
                 return 0
@@ -414,16 +443,7 @@ class Sender:
                     answer = connection.send(built[0][1], envelope_address(row.to_addr),
                                              self.bounce_address(row))
                 except RelayDown as exc:
-                    wait = PROBE_EVERY
-                    if isinstance(exc, LoginRefused):
-                        wait = LOGIN_AGAIN_EVERY
-                        log.error("relay %s:%s: %s; trying again in %ss", relay[0],
-                                  relay[1], exc, int(wait))
-                    else:
-                        log.warning("relay %s:%s cannot be reached (%s); probing every %ss",
-                                    relay[0], relay[1], exc, PROBE_EVERY)
-                    self.relay_down = True
-                    self._next_probe = time.monotonic() + wait
+                    self._relay_down(relay, exc)
                     with self.db.transaction() as session:
                         self._record(session, token, [row.id],
                                      {"last_error": str(exc)[:2000]}, charged=False)
@@ -432,11 +452,16 @@ class Sender:
                 except PermanentFailure as exc:
                     log.warning("outbox %s refused for good: %s", row.id, str(exc)[:200])
                     pending = (row.id, *refused(self.settings, row, exc))
+                    if exc.about != "recipient":  # the relay's fault, not the address's
+                        self.standing.failed(str(exc))
                     continue
                 except TemporaryFailure as exc:
                     pending = (row.id, _deferred(row, str(exc)), None)
+                    self.standing.failed(str(exc))
                     continue
                 pending = (row.id, _sent(), None)
+                if self.standing.took():
+                    log.warning("relay %s:%s takes mail again", relay.host, relay.port)
                 sent += 1
                 log.info("sent outbox %s: %s to <%s>, relay answered %s", row.id,
                          row.message_id, row.to_addr, answer)
@@ -444,3 +469,21 @@ class Sender:
             with self.db.transaction() as session:
                 self._record(session, token, [pending[0]], pending[1], after=pending[2])
         return sent
+
+    def _relay_down(self, relay: Relay, exc: RelayDown) -> None:
+        """The relay refused the session or cannot be reached: keep away from it (for
+        minutes after a 421 or a refused login, probing every few seconds when it did
+        not answer), and say so once."""
+        if isinstance(exc, LoginRefused | Throttled):
+            first, longest = ((LOGIN_FIRST, LOGIN_LONGEST) if isinstance(exc, LoginRefused)
+                              else (THROTTLED_FIRST, THROTTLED_LONGEST))
+            wait, new = self.standing.refused(str(exc), first, longest)
+            (log.error if new else log.info)(
+                "relay %s:%s: %s; no mail is tried for %ss (longer if it goes on, at most "
+                "%d minutes)", relay.host, relay.port, exc, int(wait), longest // 60)
+            return
+        if self.standing.failed(str(exc)):
+            log.warning("relay %s:%s cannot be reached (%s); probing every %ss",
+                        relay.host, relay.port, exc, PROBE_EVERY)
+        self.relay_down = True
+        self._next_probe = time.monotonic() + PROBE_EVERY

@@ -6,9 +6,16 @@ a login; the certificate is checked against ``relay_ca_file`` or the system's
 authorities.
 
 Failures come in two kinds.  ``RelayDown`` means the relay cannot be reached or
-talked to at all: no single mail is to blame, so none is charged with a back-off
-(``LoginRefused``, a wrong password, is one of them).  ``PermanentFailure`` and
-``TemporaryFailure`` are the relay's answer to one mail.
+talked to at all: no single mail is to blame, so none is charged with a back-off.
+Two of them are the relay's word, not silence, and the sender backs off for minutes
+instead of probing every few seconds: ``LoginRefused`` (a wrong password) and
+``Throttled`` (a 421 at any step, or a 4xx to MAIL FROM: providers say so to a
+sender over their rate).  ``PermanentFailure`` and ``TemporaryFailure`` are the
+relay's answer to one mail.
+
+A login is tried with one mechanism (PLAIN, else LOGIN, else CRAM-MD5): smtplib's own
+``login`` tries each one the server offers, and a wrong password cost two refused
+logins a try, which brings a provider's lock sooner.
 """
 
 from __future__ import annotations
@@ -41,6 +48,11 @@ class LoginRefused(RelayDown):
     """The relay refused our login (or there is no password to give it)."""
 
 
+class Throttled(RelayDown):
+    """The relay said "not now" to the session rather than to a mail: 421 at any
+    step, or a 4xx to MAIL FROM (a provider's rate limit, a full queue)."""
+
+
 class PermanentFailure(Exception):
     """The relay refused the mail for good (5xx): ``code`` its reply code, ``about``
     what it refused: "recipient" (RCPT), "sender" (MAIL FROM) or "mail" (DATA, or the
@@ -61,6 +73,10 @@ def answer_text(answer: bytes | str) -> str:
     newlines)."""
     text = answer.decode("utf-8", "replace") if isinstance(answer, bytes) else str(answer)
     return " ".join(text.split())
+
+
+#: the login mechanisms tried, best first: one of them, never each in turn
+MECHANISMS = ("PLAIN", "LOGIN", "CRAM-MD5")
 
 
 def _is_connection_error(exc: BaseException) -> bool:
@@ -93,12 +109,18 @@ def tls_context(ca_file: Path | None) -> ssl.SSLContext:
 
 
 def _connect(relay: Relay, ca_file: Path | None, timeout: float) -> _Client:
-    """A session with the relay, greeted, over TLS where its scheme wants it."""
-    if relay.scheme == "smtps":
-        smtp: _Client = _TlsClient(relay.host, relay.port, timeout=timeout,
-                                   context=tls_context(ca_file))
-    else:
-        smtp = _Client(relay.host, relay.port, timeout=timeout)
+    """A session with the relay, greeted, over TLS where its scheme wants it; a greeting
+    of 421 (or another 4xx) is Throttled."""
+    try:
+        if relay.scheme == "smtps":
+            smtp: _Client = _TlsClient(relay.host, relay.port, timeout=timeout,
+                                       context=tls_context(ca_file))
+        else:
+            smtp = _Client(relay.host, relay.port, timeout=timeout)
+    except smtplib.SMTPConnectError as exc:
+        if 400 <= exc.smtp_code < 500:
+            raise Throttled(f"{exc.smtp_code} {answer_text(exc.smtp_error)}") from None
+        raise
     try:
         smtp.ehlo_or_helo_if_needed()
         if relay.scheme == "submission":
@@ -162,11 +184,12 @@ class RelayConnection:
             if password is None:
                 raise LoginRefused("no password for the relay's login: set "
                                    "relay_password_file (or PBMSERV_RELAY_PASSWORD)")
-            smtp.login(user, password)
+            login_once(smtp, user, password)
         except smtplib.SMTPAuthenticationError as exc:
             smtp.close()
-            said = exc.smtp_error.decode("utf-8", "replace") if isinstance(
-                exc.smtp_error, bytes) else str(exc.smtp_error)
+            said = answer_text(exc.smtp_error)
+            if 400 <= exc.smtp_code < 500:  # "try later", not "wrong password"
+                raise Throttled(f"{exc.smtp_code} {said}") from None
             raise LoginRefused(f"the relay refused the login of {user} ({exc.smtp_code} "
                                f"{said}): check relay_password_file, and whether the "
                                "provider wants an app password") from None
@@ -192,14 +215,18 @@ class RelayConnection:
             except smtplib.SMTPRecipientsRefused as exc:
                 codes = [code for code, _ in exc.recipients.values()]
                 text = "; ".join(f"{c} {answer_text(m)}" for c, m in exc.recipients.values())
+                if 421 in codes:
+                    self.close()
+                    raise Throttled(text) from None
                 if all(500 <= c < 600 for c in codes):
                     raise PermanentFailure(text, codes[0], "recipient") from None
                 raise TemporaryFailure(text) from None
             except smtplib.SMTPResponseException as exc:
                 text = f"{exc.smtp_code} {answer_text(exc.smtp_error)}"
-                if exc.smtp_code == 421:
+                if exc.smtp_code == 421 or (isinstance(exc, smtplib.SMTPSenderRefused)
+                                            and 400 <= exc.smtp_code < 500):
                     self.close()
-                    raise RelayDown(text) from None
+                    raise Throttled(text) from None
                 if 500 <= exc.smtp_code < 600:
                     about = "sender" if isinstance(exc, smtplib.SMTPSenderRefused) else "mail"
                     raise PermanentFailure(text, exc.smtp_code, about) from None
@@ -216,6 +243,23 @@ class RelayConnection:
         with self:
             self._open()
 
+    def try_sender(self, sender: str) -> str | None:
+        """Open the session (log in), give ``sender`` in a MAIL FROM and take it back
+        (RSET): None if the relay takes mail from it, else its answer.  Raises
+        RelayDown if the session cannot be had."""
+        with self:
+            smtp = self._open()
+            try:
+                code, text = smtp.mail(sender)
+                if code != 250:
+                    return f"{code} {answer_text(text)}"
+                smtp.rset()
+            except smtplib.SMTPException as exc:
+                raise RelayDown(_why(exc)) from None
+            except OSError as exc:
+                raise RelayDown(_why(exc)) from None
+            return None
+
     def close(self) -> None:
         smtp, self._smtp = self._smtp, None
         if smtp is not None:
@@ -230,6 +274,22 @@ class RelayConnection:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def login_once(smtp: smtplib.SMTP, user: str, password: str) -> None:
+    """Log in with the best mechanism the server offers, once: SMTPAuthenticationError
+    if it refuses."""
+    smtp.ehlo_or_helo_if_needed()
+    if not smtp.has_extn("auth"):
+        raise smtplib.SMTPNotSupportedError("the relay offers no AUTH (no login)")
+    offered = smtp.esmtp_features["auth"].upper().split()
+    mechanism = next((m for m in MECHANISMS if m in offered), None)
+    if mechanism is None:
+        raise smtplib.SMTPException(f"the relay offers no login this client can use "
+                                    f"({' '.join(offered)})")
+    smtp.user, smtp.password = user, password
+    method = getattr(smtp, "auth_" + mechanism.lower().replace("-", "_"))
+    smtp.auth(mechanism, method)
 
 
 def probe(relay: tuple[str, int] | Relay, ca_file: Path | None = None) -> bool:

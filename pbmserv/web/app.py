@@ -1,6 +1,9 @@
 """The web application: read-only pages over the database (Starlette), and two
-addresses for machines: ``/healthz`` (200 "ok" while the database answers with this
-pbmserv's schema, else 503 and why, in one line) and ``/metrics`` (Prometheus)."""
+addresses for machines: ``/healthz`` (200 "ok" while the server is healthy as
+``pbmserv status`` says, pbmserv.service.health: the database answers with this
+pbmserv's schema and mail moves; then a line for the IMAP reader's heartbeat and one
+for the relay where they are set; else 503 and why, a line a problem) and
+``/metrics`` (Prometheus)."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from pbmserv.config import Settings
 from pbmserv.db import migrate
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
+from pbmserv.service.health import status_of
 from pbmserv.web.limits import BodyLimit
 from pbmserv.web.metrics import exposition, registry_for
 from pbmserv.web.pages import Pages, page
@@ -65,7 +69,13 @@ def create_app(db: Database, settings: Settings) -> Starlette:
         except Exception as exc:
             return PlainTextResponse(f"{describe(exc, db.url)}\n", status_code=503,
                                      headers={"Retry-After": str(RETRY_AFTER)})
-        return PlainTextResponse("ok\n")
+        health = status_of(db, settings)
+        if health.problems:
+            return PlainTextResponse("".join(f"{p}\n" for p in health.problems),
+                                     status_code=503, headers={"Retry-After": str(RETRY_AFTER)})
+        lines = [f"imap {health.imap}"] if health.imap else []
+        lines += [f"relay {health.relay}"] if health.relay else []
+        return PlainTextResponse("".join(f"{line}\n" for line in ["ok", *lines]))
 
     def metrics(request: Request) -> Response:
         return Response(exposition(registry), media_type=METRICS_TYPE)

@@ -21,7 +21,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import InboundMessage, OutboxMessage
+from pbmserv.db.models import ImapState, InboundMessage, OutboxMessage, RelayState
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus, OutboxStatus
@@ -72,6 +72,10 @@ class ServerCollector(Collector):
             received = session.scalar(select(func.max(InboundMessage.id))) or 0
             queued = session.scalar(select(func.max(OutboxMessage.id))) or 0
             problems = problem_counts(session, now)
+            beats = session.execute(select(ImapState.mailbox, ImapState.beat_at,
+                                           ImapState.reader)).all()
+            relays = session.execute(select(RelayState.relay,
+                                            RelayState.failing_since)).all()
         stored = GaugeMetricFamily("pbmserv_inbox_messages",
                                    "Stored incoming mails by status (failed: a person must "
                                    "look; new: waiting to be processed)", labels=["status"])
@@ -103,6 +107,26 @@ class ServerCollector(Collector):
         yield GaugeMetricFamily("pbmserv_open_alerts",
                                 "Incidents the administrator was (or is about to be) told of "
                                 "that are not over", value=problems.open_alerts)
+        heartbeat = GaugeMetricFamily("pbmserv_imap_heartbeat_age_seconds",
+                                      "Seconds since the IMAP reader of a mailbox last beat "
+                                      "(it beats at least every imap_keepalive seconds while "
+                                      "serve reads the mailbox)", labels=["mailbox"])
+        reading = GaugeMetricFamily("pbmserv_imap_reading",
+                                    "1 while a serve holds the mailbox to read it, 0 once "
+                                    "its reader stopped", labels=["mailbox"])
+        for mailbox, beat_at, reader in beats:
+            if beat_at is not None:
+                heartbeat.add_metric([mailbox], _seconds(now, beat_at))
+                reading.add_metric([mailbox], 0 if reader is None else 1)
+        yield heartbeat
+        yield reading
+        failing = GaugeMetricFamily("pbmserv_relay_failing_seconds",
+                                    "Seconds since the relay took no mail it was given: it "
+                                    "refused or deferred every one (0: it takes mail)",
+                                    labels=["relay"])
+        for relay, since in relays:
+            failing.add_metric([relay], _seconds(now, since))
+        yield failing
         yield CounterMetricFamily("pbmserv_mails_received",
                                   "Mails stored since the database was made (the highest "
                                   "inbox number)", value=received)
