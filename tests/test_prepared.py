@@ -41,7 +41,7 @@ def same_as_sqlalchemy(url: str, tmp_path: object) -> None:
         # written by the prepared insert, read by SQLAlchemy: every column as given
         with db.reading() as session:
             expected = [tuple(row) for row in session.execute(_ROWS)]
-            assert [row[0] for row in expected] == [a, b]
+            assert [row[0] for row in expected] == [a.id, b.id]
             assert expected[0][2] is OutboxStatus.PENDING and expected[0][4] == "<p>ü</p>"
             assert expected[0][1].tzinfo is not None
             # and read back by a prepared select: the same Python values (aware
@@ -67,12 +67,12 @@ def same_as_sqlalchemy(url: str, tmp_path: object) -> None:
                         .values({name: bindparam(name)
                                  for name in ("status", "sent_at", "in_reply_to")}))
         with db.transaction() as session:
-            assert mark.run(session.connection(), {"key": a, "status": OutboxStatus.SENT,
+            assert mark.run(session.connection(), {"key": a.id, "status": OutboxStatus.SENT,
                                                    "sent_at": sent_at, "in_reply_to": None}) == 1
         with db.reading() as session:
             row = session.execute(select(OutboxMessage.status, OutboxMessage.sent_at,
                                          OutboxMessage.in_reply_to)
-                                  .where(OutboxMessage.id == a)).one()
+                                  .where(OutboxMessage.id == a.id)).one()
             assert tuple(row) == (OutboxStatus.SENT, sent_at, None)
         # a text statement with typed parameters, RETURNING; a repeat returns no row
         raw = b"From: a@example.org\r\nMessage-ID: <m@example.org>\r\n\r\nhelp\r\n"

@@ -73,7 +73,8 @@ def relay() -> Iterator[tuple[Sink, int]]:
 def queue(db: Database, settings: Settings, to: str = "bob@example.org",
           body: str = "Hello\n") -> int:
     with db.transaction() as s:
-        return queue_mail(s, settings, to=to, subject="Test", body=body)
+        queued = queue_mail(s, settings, to=to, subject="Test", body=body)
+    return queued.id
 
 
 def row(db: Database, row_id: int) -> OutboxMessage:
@@ -148,7 +149,7 @@ def test_a_strict_relay_gets_crlf_line_ends_and_takes_every_mail(
         assert Sender(db, replace(settings, relay=("127.0.0.1", port))).send_due() == 1
     finally:
         controller.stop()
-    assert row(db, rid).status == "sent"
+    assert row(db, rid.id).status == "sent"
     [envelope] = sink.received
     raw = envelope.original_content
     assert isinstance(raw, bytes) and len(raw) > 8000
@@ -156,7 +157,7 @@ def test_a_strict_relay_gets_crlf_line_ends_and_takes_every_mail(
     assert b"\r" not in raw.replace(b"\r\n", b""), "a bare CR reached the relay"
     assert max(len(line) for line in raw.split(b"\r\n")) <= 78
     # the Maildir copy keeps LF, and both are the same mail
-    assert raw.replace(b"\r\n", b"\n") == message.message_bytes(settings, row(db, rid))
+    assert raw.replace(b"\r\n", b"\n") == message.message_bytes(settings, row(db, rid.id))
 
 
 def test_temporary_refusal_backs_off_that_mail_only(db: Database, settings: Settings,
@@ -336,7 +337,7 @@ def test_a_line_break_in_a_header_value_starts_no_header_of_its_own(
     for subject in ("Board 101\rBcc: x@evil.example", "Board 101\nBcc: x@evil.example", long):
         with db.transaction() as s:
             rid = queue_mail(s, settings, to="bob@example.org", subject=subject, body="Hi\n")
-        wire = relay_module.on_the_wire(message.message_bytes(settings, row(db, rid)))
+        wire = relay_module.on_the_wire(message.message_bytes(settings, row(db, rid.id)))
         head = wire.split(b"\r\n\r\n", 1)[0]
         assert not any(line.lower().startswith(b"bcc:") for line in head.split(b"\r\n"))
         parsed = message_from_bytes(wire, policy=policy.default)
@@ -493,7 +494,7 @@ def test_quoted_printable_is_as_the_standard_library_makes_it(
     with db.transaction() as s:
         rid = queue_mail(s, settings, to="bob@example.org", subject="Board", body=body,
                          html=text or "<p></p>")
-    raw = message.message_bytes(settings, row(db, rid))
+    raw = message.message_bytes(settings, row(db, rid.id))
     wanted = body if body.endswith("\n") else body + "\n"
     assert quopri.encodestring(wanted.encode()) in raw
     ascii_html = (text or "<p></p>").encode("ascii", "xmlcharrefreplace")
@@ -515,7 +516,7 @@ def test_an_html_part_with_a_nul_is_quoted_printable(db: Database, settings: Set
     with db.transaction() as s:
         rid = queue_mail(s, settings, to="bob@example.org", subject="Board", body="b",
                          html="<p>a\x00b</p>")
-    mail = message_from_bytes(message.message_bytes(settings, row(db, rid)),
+    mail = message_from_bytes(message.message_bytes(settings, row(db, rid.id)),
                               policy=policy.default)
     assert isinstance(mail, EmailMessage)
     html = mail.get_body(preferencelist=("html",))

@@ -13,7 +13,6 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import Board, Move
-from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import RequestKind
 from pbmserv.games import AnyEngine
 from pbmserv.games.base import Termination
@@ -27,9 +26,9 @@ SHOWN_ROUNDS = 20
 #: where rendered summaries are kept for the session's lifetime
 SUMMARY_CACHE = "pbmserv.summaries"
 SUMMARY_CONTEXTS = "pbmserv.summary_contexts"
-_MOVES = Prepared(select(Move.ply, Move.notation, Move.created_at)
-                  .where(Move.board_id == bindparam("board"), Move.ply >= bindparam("first"))
-                  .order_by(Move.ply))
+_MOVES = (select(Move.ply, Move.notation, Move.created_at)
+          .where(Move.board_id == bindparam("board"), Move.ply >= bindparam("first"))
+          .order_by(Move.ply))
 
 
 def status_line(engine: AnyEngine, board: Board) -> str:
@@ -75,7 +74,7 @@ def summary_context(session: Session, engine: AnyEngine, board: Board,
     with ``full``."""
     seats = len(engine.seats)
     first = 1 if full else max(1, ((board.ply - 1) // seats - SHOWN_ROUNDS + 1) * seats + 1)
-    moves = _MOVES.rows(session.connection(), {"board": board.id, "first": first})
+    moves = session.execute(_MOVES, {"board": board.id, "first": first}).all()
     rows: list[tuple[int, list[str]]] = []
     for ply, notation, _ in moves:
         if (ply - 1) % seats == 0 or not rows:

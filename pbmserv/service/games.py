@@ -21,12 +21,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from functools import cache
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
-from sqlalchemy.orm.attributes import set_committed_value
 
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import (
@@ -41,7 +39,6 @@ from pbmserv.db.models import (
     User,
     Vacation,
 )
-from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import BoardStatus, RequestKind, SeekStatus
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.games.base import Outcome, RuleError, Termination
@@ -77,26 +74,9 @@ from pbmserv.service.events import (
 from pbmserv.service.limits import challenger_of
 from pbmserv.service.ratings import rate_board
 
-_EVENT_COLUMNS = ("board_id", "kind", "data", "created_at")
-_INSERT_EVENT = Prepared(insert(BoardEvent).values(
-    {name: bindparam(name) for name in _EVENT_COLUMNS}))
 _QUEUE = (select(QueuedMove)
           .where(QueuedMove.board_id == bindparam("board"), QueuedMove.seat == bindparam("seat"))
           .order_by(QueuedMove.position))
-_MOVE_COLUMNS = ("board_id", "ply", "seat", "notation", "comment", "created_at",
-                 "turn_started_at", "nags_before", "seconds_used", "automatic")
-_INSERT_MOVE = Prepared(insert(Move).values({name: bindparam(name) for name in _MOVE_COLUMNS}))
-
-
-@cache
-def _update_of(model: type[Board] | type[BoardPlayer], columns: frozenset[str]) -> Prepared:
-    """UPDATE of these columns of one row, built once (see GameService._write)."""
-    if model is BoardPlayer:
-        stmt = update(BoardPlayer).where(BoardPlayer.board_id == bindparam("key_board"),
-                                         BoardPlayer.seat == bindparam("key_seat"))
-    else:
-        stmt = update(Board).where(Board.id == bindparam("key_id"))
-    return Prepared(stmt.values({name: bindparam(name) for name in columns}))
 
 
 REQUEST_WORDS = {RequestKind.DRAW: "an agreed end of the game", RequestKind.UNDO: "an undo"}
@@ -127,9 +107,8 @@ class GameService:
         board = None if event.board_id is None else self.session.get(Board, event.board_id)
         if board is not None:
             self.boards[board.id] = board
-        _INSERT_EVENT.run(self.session.connection(), {
-            "board_id": event.board_id, "kind": event.kind, "data": event.data(),
-            "created_at": self.now})
+        self.session.add(BoardEvent(board_id=event.board_id, kind=event.kind, data=event.data(),
+                                    created_at=self.now))
         for follower in FOLLOWERS.get(type(event), ()):
             follower(self, event)
 
@@ -265,7 +244,7 @@ class GameService:
         """The player acts on the board: from now on it is theirs (rated, timed)."""
         for player in board.players:
             if player.user_id == user.id and player.accepted_at is None:
-                self._write(player, {"accepted_at": self.now})
+                player.accepted_at = self.now
 
     def accept(self, board: Board, user: User) -> None:
         """Take up a board someone else started (``<game> accept board``)."""
@@ -316,20 +295,19 @@ class GameService:
                comment: str | None, *, automatic: bool) -> None:
         seat = board.to_move
         used = clock.idle(self.session, board, self.now)
-        _INSERT_MOVE.run(self.session.connection(), {
-            "board_id": board.id, "ply": board.ply + 1, "seat": seat, "notation": notation,
-            "comment": comment, "created_at": self.now,
-            "turn_started_at": board.turn_started_at, "nags_before": board.nags_sent,
-            "seconds_used": int(used.total_seconds()), "automatic": automatic})
-        changes: dict[str, Any] = {
-            "ply": board.ply + 1, "previous_position": board.position,
-            "previous_version": board.position_version,
-            "position": engine.serialize(position),
-            "position_version": engine.position_version,
-            "to_move": engine.to_move(position), "updated_at": self.now,
-            "turn_started_at": self.now, "nags_sent": 0,
-            "clock_due_at": clock.first_deadline(board, self.now),
-        }
+        used_seconds = int(used.total_seconds())
+        self.session.add(Move(
+            board_id=board.id, ply=board.ply + 1, seat=seat, notation=notation,
+            comment=comment, created_at=self.now, turn_started_at=board.turn_started_at,
+            nags_before=board.nags_sent, seconds_used=used_seconds, automatic=automatic))
+        board.ply += 1
+        board.previous_position, board.previous_version = board.position, board.position_version
+        board.position = engine.serialize(position)
+        board.position_version = engine.position_version
+        board.to_move = engine.to_move(position)
+        board.updated_at = board.turn_started_at = self.now
+        board.nags_sent = 0
+        board.clock_due_at = clock.first_deadline(board, self.now)
         # a request lapses when its answerer moves instead; an undo also when its asker
         # moves (it stood for the moves before this one); a draw offer stands
         lapsed = board.request_kind is not None and (
@@ -337,29 +315,14 @@ class GameService:
         if lapsed:
             self._record(RequestLapsed(board.id, board.request_kind,  # type: ignore[arg-type]
                                        board.request_by or 0, by=seat))
-            changes.update(request_kind=None, request_by=None)
-        self._write(board, changes)
-        player = self._player(board, seat)
-        self._write(player, {"time_used": player.time_used + int(used.total_seconds())})
+            self._clear_request(board)
+        self._player(board, seat).time_used += used_seconds
         self._record(MovePlayed(board.id, board.ply, seat, notation, comment, automatic))
         outcome = engine.outcome(position)
         if outcome is not None:
             self.finish(board, outcome)
         else:
             self._fire_queue(board, engine, position, notation)
-
-    def _write(self, row: Board | BoardPlayer, changes: dict[str, Any]) -> None:
-        """Change a loaded row with one UPDATE now, and tell the session the object
-        holds what the database holds: a move writes its board this way, not through
-        the session's flush, which costs more than the rest of the move."""
-        if isinstance(row, BoardPlayer):
-            key: dict[str, Any] = {"key_board": row.board_id, "key_seat": row.seat}
-        else:
-            key = {"key_id": row.id}
-        _update_of(type(row), frozenset(changes)).run(self.session.connection(),
-                                                      {**key, **changes})
-        for name, value in changes.items():
-            set_committed_value(row, name, value)
 
     def _player(self, board: Board, seat: int) -> BoardPlayer:
         return next(p for p in board.players if p.seat == seat)

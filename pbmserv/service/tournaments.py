@@ -42,7 +42,6 @@ from pbmserv.db.models import (
     TournamentPlayer,
     User,
 )
-from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import BoardStatus, TournamentStatus
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.games.base import Outcome, RuleError, Termination
@@ -482,13 +481,9 @@ _WAITING = (select(TournamentGame.tournament_id)
             .order_by(TournamentGame.id).limit(1))
 
 
-#: the same, asked after every round of the worker that found no mail: prepared
-_ANY_WAITING = Prepared(_WAITING)
-
-
 def boards_waiting(session: Session) -> bool:
     """Whether a tournament's game waits for its board (a start done in steps)."""
-    return _ANY_WAITING.first(session.connection(), {}) is not None
+    return session.scalar(_WAITING) is not None
 
 
 def start_waiting_boards(games: GameService, limit: int = START_STEP) -> int:
