@@ -27,7 +27,6 @@ from sqlalchemy.orm import Session
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import InboundMessage
-from pbmserv.db.prepared import Prepared
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus
 from pbmserv.mail.addresses import MAX_ADDRESS
@@ -71,25 +70,25 @@ def dedupe_key(raw: bytes, envelope_from: str) -> str:
 
 
 # INSERT ... ON CONFLICT (dedupe_key) DO NOTHING RETURNING id: no id, a redelivery.
-# As text with typed parameters (the same SQL on SQLite and PostgreSQL), prepared once
-# (SQLAlchemy's own insert().on_conflict_do_nothing() has no cache key: it was
-# compiled again for every mail, a tenth of the intake's CPU)
+# As text with typed parameters (the same SQL on SQLite and PostgreSQL): SQLAlchemy's
+# own insert().on_conflict_do_nothing() has no cache key, so it was compiled again for
+# every mail, a tenth of the intake's CPU
 _STORED = ("raw", "size", "envelope_from", "sender", "dedupe_key", "received_at", "status")
 _COLUMNS = InboundMessage.__table__.c
-_INSERT = Prepared(text(
+_INSERT = text(
     f"INSERT INTO inbound_messages ({', '.join(_STORED)}) "
     f"VALUES ({', '.join(':' + name for name in _STORED)}) "
     "ON CONFLICT (dedupe_key) DO NOTHING RETURNING id"
-).bindparams(*(bindparam(name, type_=_COLUMNS[name].type) for name in _STORED)))
+).bindparams(*(bindparam(name, type_=_COLUMNS[name].type) for name in _STORED))
 # a sender's mails and bytes stored since a time, read from the index
 # (sender, received_at, size) alone
-_USED = Prepared(text(
+_USED = text(
     "SELECT count(*), coalesce(sum(size), 0) FROM inbound_messages "
     "WHERE sender = :sender AND received_at >= :since"
 ).bindparams(bindparam("sender", type_=_COLUMNS["sender"].type),
-             bindparam("since", type_=_COLUMNS["received_at"].type)))
-_KNOWN = Prepared(text("SELECT id FROM inbound_messages WHERE dedupe_key = :dedupe_key")
-                  .bindparams(bindparam("dedupe_key", type_=_COLUMNS["dedupe_key"].type)))
+             bindparam("since", type_=_COLUMNS["received_at"].type))
+_KNOWN = text("SELECT id FROM inbound_messages WHERE dedupe_key = :dedupe_key").bindparams(
+    bindparam("dedupe_key", type_=_COLUMNS["dedupe_key"].type))
 #: the window of the sender quota
 QUOTA_WINDOW = timedelta(hours=24)
 
@@ -130,7 +129,7 @@ Stored = int | None | OverQuota
 
 
 def _insert(session: Session, values: dict[str, Any]) -> int | None:
-    row = _INSERT.first(session.connection(), values)
+    row = session.execute(_INSERT, values).first()
     return None if row is None else int(row[0])
 
 
@@ -149,8 +148,7 @@ class _Usage:
         if it is not, it is counted."""
         used = self.used.get(sender)
         if used is None:
-            row = _USED.first(self.session.connection(), {"sender": sender,
-                                                          "since": self.since})
+            row = self.session.execute(_USED, {"sender": sender, "since": self.since}).first()
             used = self.used[sender] = [int(row[0]), int(row[1])] if row else [0, 0]
         quota = self.quota
         if quota.mails and used[0] + 1 > quota.mails:
@@ -166,7 +164,7 @@ def _over_or_known(session: Session, values: dict[str, Any],
                    over: OverQuota) -> OverQuota | None:
     """A mail over its sender's quota: None if it was stored before (a redelivery is
     acknowledged, never refused), else the refusal."""
-    known = _KNOWN.first(session.connection(), {"dedupe_key": values["dedupe_key"]})
+    known = session.execute(_KNOWN, {"dedupe_key": values["dedupe_key"]}).first()
     return over if known is None else None
 
 
