@@ -405,7 +405,6 @@ class ImapIntake(threading.Thread):
             for uid in big:
                 session.add(ImapMessage(mailbox=self.key, uidvalidity=uidvalidity, uid=uid,
                                         outcome="too big", taken_at=now))
-            session.flush()
 
         ids = store_batch(self.db, [(raw, envelope_of(raw)) for _, raw in mails], also=record,
                           quota=self.quota)

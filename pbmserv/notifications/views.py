@@ -120,7 +120,6 @@ def board_summary_html(session: Session, engine: AnyEngine, board: Board, *,
 
 def _summary(session: Session, engine: AnyEngine, board: Board, *, full: bool,
              html: bool) -> str:
-    session.flush()  # the newest move belongs in the list
     watchers = tuple(u.userid for u in subscribers(session, board))
     key = (board.ply, board.status, board.request_kind, board.request_by, board.updated_at,
            watchers, full)

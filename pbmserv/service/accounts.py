@@ -285,7 +285,6 @@ def open_account(session: Session, userid: str, password: str, email: str, *,
     user = User(key=userid.lower(), userid=userid, password_hash=hash_password(password),
                 email=email)
     session.add(user)
-    session.flush()
     return user
 
 

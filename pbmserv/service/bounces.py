@@ -123,7 +123,6 @@ def record_bounce(session: Session, settings: Settings, address: str, now: datet
     if new:
         session.add(Bounce(address=address, at=now, outbox_id=outbox_id, inbound_id=inbound_id,
                            source=source, kind=kind, status=status[:16], detail=detail))
-        session.flush()
     since = now - timedelta(days=settings.bounce_days)
     hard = _score(session, address, BounceKind.HARD, since)
     soft = _score(session, address, BounceKind.SOFT, since)
@@ -133,7 +132,6 @@ def record_bounce(session: Session, settings: Settings, address: str, now: datet
         session.add(MailSuspension(address=address, since=now,
                                    score=hard if hard >= settings.bounce_threshold else soft,
                                    reason=detail or status))
-        session.flush()
         suspended_now = True
     if new and counts:
         recent = int(session.scalar(select(func.count()).select_from(Bounce)
@@ -191,7 +189,6 @@ def resume(session: Session, address: str) -> Resumed | None:
     lifted = Resumed(address, found.since, held)
     session.delete(found)
     session.execute(delete(Bounce).where(Bounce.address == address))
-    session.flush()
     return lifted
 
 

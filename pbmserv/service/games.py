@@ -174,7 +174,7 @@ class GameService:
         )
         board.clock_due_at = clock.first_deadline(board, self.now)
         self.session.add(board)
-        self.session.flush()
+        self.session.flush()  # the board's id, for its event
         name, round_ = tournament or (None, None)
         self._record(BoardCreated(board.id, seek=seek.number if seek else None,
                                   tournament=name, round=round_))
@@ -187,12 +187,10 @@ class GameService:
         check_clock_days(nag_days, forfeit_days)
         highest = self.session.scalar(select(func.max(Seek.number))
                                       .where(Seek.game == engine.name))
-        seek = Seek(game=engine.name, number=(highest or 0) + 1, user_id=user.id,
+        seek = Seek(game=engine.name, number=(highest or 0) + 1, user=user,
                     options=" ".join(options), nag_days=nag_days, forfeit_days=forfeit_days,
-                    created_at=self.now)
+                    status=SeekStatus.OPEN, created_at=self.now)
         self.session.add(seek)
-        self.session.flush()
-        self.session.refresh(seek)
         return seek
 
     def open_seek(self, engine: AnyEngine, number: int, *, lock: bool = False) -> Seek:
@@ -435,7 +433,6 @@ class GameService:
                 self._record(QueueCleared(board.id, seat, None, None))
             self._clear_queues(board, None)
         self.session.delete(move)
-        self.session.flush()
         clock.schedule(self.session, board, self.now)
         self._record(MoveTakenBack(board.id, move.ply, move.seat, move.notation))
         return move.seat
@@ -487,7 +484,6 @@ class GameService:
                            reply=mine) for n, (theirs, mine) in enumerate(pairs, 1)]
         self.session.add_all(rows)
         board.queued += len(rows)
-        self.session.flush()
         return rows
 
     def _clear_queues(self, board: Board, seat: int | None) -> None:
@@ -520,7 +516,6 @@ class GameService:
             return
         self.session.delete(first)
         board.queued -= 1
-        self.session.flush()
         self._apply(board, engine, after, notation, None, automatic=True)
 
     # -- watching, talking --------------------------------------------------------------------
@@ -634,12 +629,10 @@ class GameService:
         vacation = Vacation(user_id=user.id, starts_at=self.now,
                             ends_at=self.now + timedelta(days=days))
         self.session.add(vacation)
-        self.session.flush()
         self._reschedule(user)
         return vacation
 
     def _reschedule(self, user: User) -> None:
-        self.session.flush()
         boards = self.session.scalars(
             select(Board).join(BoardPlayer)
             .where(BoardPlayer.user_id == user.id, Board.status == BoardStatus.ACTIVE)

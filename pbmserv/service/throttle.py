@@ -80,7 +80,6 @@ def record_failure(session: Session, keys: Iterable[str], now: datetime) -> None
         row.last_failure_at = now
         if row.failures >= FAILURES_BEFORE_LOCK:
             row.locked_until = now + lock_length(row.failures)
-    session.flush()
 
 
 def record_success(session: Session, key: str) -> None:
