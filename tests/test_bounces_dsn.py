@@ -200,8 +200,7 @@ def test_the_relays_mailbox_full_is_a_soft_bounce(db: Database, settings: Settin
     try:
         relayed = replace(settings, relay=("127.0.0.1", port))
         with db.transaction() as s:
-            queued = queue_mail(s, relayed, to="full@example.org", subject="Test", body="x\n")
-        number = queued.id
+            number = queue_mail(s, relayed, to="full@example.org", subject="Test", body="x\n")
         Sender(db, relayed).send_due()
     finally:
         controller.stop()

@@ -73,8 +73,7 @@ def relay() -> Iterator[tuple[Sink, int]]:
 def queue(db: Database, settings: Settings, to: str = "bob@example.org",
           body: str = "Hello\n") -> int:
     with db.transaction() as s:
-        queued = queue_mail(s, settings, to=to, subject="Test", body=body)
-    return queued.id
+        return queue_mail(s, settings, to=to, subject="Test", body=body)
 
 
 def row(db: Database, row_id: int) -> OutboxMessage:
@@ -149,7 +148,7 @@ def test_a_strict_relay_gets_crlf_line_ends_and_takes_every_mail(
         assert Sender(db, replace(settings, relay=("127.0.0.1", port))).send_due() == 1
     finally:
         controller.stop()
-    assert row(db, rid.id).status == "sent"
+    assert row(db, rid).status == "sent"
     [envelope] = sink.received
     raw = envelope.original_content
     assert isinstance(raw, bytes) and len(raw) > 8000
@@ -157,7 +156,7 @@ def test_a_strict_relay_gets_crlf_line_ends_and_takes_every_mail(
     assert b"\r" not in raw.replace(b"\r\n", b""), "a bare CR reached the relay"
     assert max(len(line) for line in raw.split(b"\r\n")) <= 78
     # the Maildir copy keeps LF, and both are the same mail
-    assert raw.replace(b"\r\n", b"\n") == message.message_bytes(settings, row(db, rid.id))
+    assert raw.replace(b"\r\n", b"\n") == message.message_bytes(settings, row(db, rid))
 
 
 def test_temporary_refusal_backs_off_that_mail_only(db: Database, settings: Settings,
@@ -337,7 +336,7 @@ def test_a_line_break_in_a_header_value_starts_no_header_of_its_own(
     for subject in ("Board 101\rBcc: x@evil.example", "Board 101\nBcc: x@evil.example", long):
         with db.transaction() as s:
             rid = queue_mail(s, settings, to="bob@example.org", subject=subject, body="Hi\n")
-        wire = relay_module.on_the_wire(message.message_bytes(settings, row(db, rid.id)))
+        wire = relay_module.on_the_wire(message.message_bytes(settings, row(db, rid)))
         head = wire.split(b"\r\n\r\n", 1)[0]
         assert not any(line.lower().startswith(b"bcc:") for line in head.split(b"\r\n"))
         parsed = message_from_bytes(wire, policy=policy.default)
@@ -494,7 +493,7 @@ def test_quoted_printable_is_as_the_standard_library_makes_it(
     with db.transaction() as s:
         rid = queue_mail(s, settings, to="bob@example.org", subject="Board", body=body,
                          html=text or "<p></p>")
-    raw = message.message_bytes(settings, row(db, rid.id))
+    raw = message.message_bytes(settings, row(db, rid))
     wanted = body if body.endswith("\n") else body + "\n"
     assert quopri.encodestring(wanted.encode()) in raw
     ascii_html = (text or "<p></p>").encode("ascii", "xmlcharrefreplace")
@@ -516,7 +515,7 @@ def test_an_html_part_with_a_nul_is_quoted_printable(db: Database, settings: Set
     with db.transaction() as s:
         rid = queue_mail(s, settings, to="bob@example.org", subject="Board", body="b",
                          html="<p>a\x00b</p>")
-    mail = message_from_bytes(message.message_bytes(settings, row(db, rid.id)),
+    mail = message_from_bytes(message.message_bytes(settings, row(db, rid)),
                               policy=policy.default)
     assert isinstance(mail, EmailMessage)
     html = mail.get_body(preferencelist=("html",))

@@ -65,9 +65,8 @@ def relay_settings(settings: Settings, url: str, ca: Path | None, tmp_path: Path
 
 def queue(db: Database, settings: Settings, n: int) -> list[int]:
     with db.transaction() as session:
-        queued = [queue_mail(session, settings, to=f"player{i}@example.net",
-                             subject=f"Test {i}", body=f"Hello {i}\n") for i in range(n)]
-    return [mail.id for mail in queued]
+        return [queue_mail(session, settings, to=f"player{i}@example.net", subject=f"Test {i}",
+                           body=f"Hello {i}\n") for i in range(n)]
 
 
 def rows(db: Database) -> list[OutboxMessage]:

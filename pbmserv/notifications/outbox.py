@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import formataddr
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, func, insert, or_, select
 from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
@@ -24,13 +24,17 @@ from pbmserv.db.status import AnswerKind, OutboxStatus
 from pbmserv.mail.addresses import address_key, base_address, tag_mark, tag_of
 from pbmserv.render import render
 
+#: a queued mail: a row written and not held as an object (the outbox is written for
+#: every mail the server answers)
+_INSERT = insert(OutboxMessage).returning(OutboxMessage.id)
 _COUNTED = (OutboxStatus.PENDING, OutboxStatus.SENT, OutboxStatus.FAILED)
 #: mails and replies to an address in the last hour (held ones not counted), read
-#: from the index ix_outbox_recent alone
+#: from the index ix_outbox_recent alone (the statuses as equalities: SQLAlchemy
+#: expands an IN list of constants again at every run)
 _RECENT = (select(func.count(), func.count(OutboxMessage.in_reply_to))
            .where(OutboxMessage.to_key == bindparam("to"),
                   OutboxMessage.created_at > bindparam("since"),
-                  OutboxMessage.status.in_(_COUNTED)))
+                  or_(*(OutboxMessage.status == status for status in _COUNTED))))
 #: when the mails held for an address go out
 _RELEASE = (select(func.min(OutboxMessage.next_attempt_at))
             .where(OutboxMessage.to_key == bindparam("to"),
@@ -50,9 +54,8 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
                inbound_id: int | None = None, in_reply_to: str | None = None,
                reply_to: str | None = None, html: str | None = None,
                secret: bool = False, listed: tuple[str, str] | None = None,
-               cause: str | None = None, kind: AnswerKind | None = None) -> OutboxMessage:
-    """Queue one mail; returns its outbox row (pending in the session: its id comes
-    with the session's next flush).  ``html``: the same mail as HTML, sent
+               cause: str | None = None, kind: AnswerKind | None = None) -> int:
+    """Queue one mail; returns its outbox id.  ``html``: the same mail as HTML, sent
     beside the text as multipart/alternative.  Where the mailbox has no sub-addresses
     (``subaddressing`` off), a ``pbmserv+TAG@host`` Reply-To becomes the plain address
     with ``[TAG]`` in its name, and the Subject carries ``[TAG]`` too: a reply keeps
@@ -72,15 +75,15 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
             in_reply_to is not None and replies >= settings.replies_per_sender_hour):
         status = OutboxStatus.HELD  # folded into one mail when its hour is up
         due = session.scalar(_RELEASE, {"to": key}) or now + HOUR
-    mail = OutboxMessage(
-        inbound_id=inbound_id, created_at=now, message_id=new_message_id(settings),
-        to_addr=to, to_key=key, subject=subject[:MAX_SUBJECT], body=body,
-        in_reply_to=in_reply_to, reply_to=reply_to, html_body=html, blank_after_send=secret,
-        list_id=listed[0] if listed else None, unsubscribe=listed[1] if listed else None,
-        status=status, attempts=0, next_attempt_at=due,
-        cause_key=cause if cause and cause != key else None, answer_kind=kind)
-    session.add(mail)
-    return mail
+    return int(session.execute(_INSERT, {
+        "inbound_id": inbound_id, "created_at": now, "message_id": new_message_id(settings),
+        "to_addr": to, "to_key": key, "subject": subject[:MAX_SUBJECT], "body": body,
+        "in_reply_to": in_reply_to, "reply_to": reply_to, "html_body": html,
+        "blank_after_send": secret,
+        "list_id": listed[0] if listed else None, "unsubscribe": listed[1] if listed else None,
+        "status": status, "attempts": 0, "next_attempt_at": due,
+        "cause_key": cause if cause and cause != key else None, "answer_kind": kind,
+    }).scalar_one())
 
 
 @dataclass(frozen=True)
@@ -134,15 +137,15 @@ def fold_held(session: Session, settings: Settings, now: datetime | None = None)
     for key, mails in by_address.items():
         folded, later = mails[:FOLD_MOST], mails[FOLD_MOST:]
         body = render("held.txt.j2", mails=folded, settings=settings)
-        session.add(OutboxMessage(
-            created_at=now, message_id=new_message_id(settings),
+        session.execute(_INSERT, {
+            "created_at": now, "message_id": new_message_id(settings),
             # to the address of the newest of them (a +tag of the mailbox, maybe)
-            to_addr=folded[-1].to_addr, to_key=key,
-            subject=f"{settings.server_name}: {len(folded)} mails held for you this hour",
-            body=body,
+            "to_addr": folded[-1].to_addr, "to_key": key,
+            "subject": f"{settings.server_name}: {len(folded)} mails held for you this hour",
+            "body": body,
             # a live code in one of them: the fold is blanked once sent, like its part
-            blank_after_send=any(m.blank_after_send for m in folded),
-            status=OutboxStatus.PENDING, attempts=0, next_attempt_at=now))
+            "blank_after_send": any(m.blank_after_send for m in folded),
+            "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now})
         for mail in folded:
             mail.status = OutboxStatus.FOLDED
         for mail in later:

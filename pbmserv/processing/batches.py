@@ -173,6 +173,15 @@ def claim(session: Session, db: Database, batch: Sequence[Stored]) -> tuple[dict
             if row.sender not in blocked or row.id < blocked[row.sender]}, full
 
 
+#: a mail marked handled (it is not loaded: nothing of the session to keep in step)
+_DONE = (update(InboundMessage).where(InboundMessage.id == bindparam("inbound_id"))
+         .values(status=bindparam("status"), processed_at=bindparam("now"),
+                 error=bindparam("error"))
+         .execution_options(synchronize_session=False))
+#: the same, the stored mail's passwords masked too (one statement, not two)
+_DONE_MASKED = _DONE.values(raw=bindparam("raw"))
+
+
 class _MailFailed(Exception):
     """A mail of the batch hit a bug (or lost a race): the batch is run again without
     it (or, for a race, with it once more)."""
@@ -257,19 +266,19 @@ def _run_one(session: Session, settings: Settings, stored: Stored, now: object) 
     try:
         secrets: set[str] = set()
         status = handle(session, settings, stored.id, mail, secrets)
-        done: dict[str, Any] = {"status": status, "processed_at": now,
-                                "error": mail.silent_reason or mail.refusal or None}
+        done = {"inbound_id": stored.id, "status": status, "now": now,
+                "error": mail.silent_reason or mail.refusal or None}
         if status is InboundStatus.IGNORED:
             # bulk, robots, bounces: only the row is kept, its key to know the mail if
             # it comes again (timers.purge_mail), never the whole mail
             masked = b""
         else:
             masked = mask_raw(stored.raw, secrets) if stored.raw else stored.raw
-        if masked != stored.raw:  # no password or code lies in the store
-            done["raw"] = masked
         # (the session flushes what the mail changed before this statement runs)
-        session.execute(update(InboundMessage).where(InboundMessage.id == stored.id)
-                        .values(done).execution_options(synchronize_session=False))
+        if masked != stored.raw:  # no password or code lies in the store
+            session.execute(_DONE_MASKED, {**done, "raw": masked})
+        else:
+            session.execute(_DONE, done)
         # what this mail loaded is of no use to the next: a session that grew with
         # the batch would make every flush look through all of it
         session.expunge_all()

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from pbmserv.db.base import utcnow
@@ -107,8 +107,10 @@ class GameService:
         board = None if event.board_id is None else self.session.get(Board, event.board_id)
         if board is not None:
             self.boards[board.id] = board
-        self.session.add(BoardEvent(board_id=event.board_id, kind=event.kind, data=event.data(),
-                                    created_at=self.now))
+        # rows of a log, written and never changed: inserted, not held as objects
+        self.session.execute(insert(BoardEvent), {
+            "board_id": event.board_id, "kind": event.kind, "data": event.data(),
+            "created_at": self.now})
         for follower in FOLLOWERS.get(type(event), ()):
             follower(self, event)
 
@@ -294,10 +296,11 @@ class GameService:
         seat = board.to_move
         used = clock.idle(self.session, board, self.now)
         used_seconds = int(used.total_seconds())
-        self.session.add(Move(
-            board_id=board.id, ply=board.ply + 1, seat=seat, notation=notation,
-            comment=comment, created_at=self.now, turn_started_at=board.turn_started_at,
-            nags_before=board.nags_sent, seconds_used=used_seconds, automatic=automatic))
+        self.session.execute(insert(Move), {
+            "board_id": board.id, "ply": board.ply + 1, "seat": seat, "notation": notation,
+            "comment": comment, "created_at": self.now,
+            "turn_started_at": board.turn_started_at, "nags_before": board.nags_sent,
+            "seconds_used": used_seconds, "automatic": automatic})
         board.ply += 1
         board.previous_position, board.previous_version = board.position, board.position_version
         board.position = engine.serialize(position)
