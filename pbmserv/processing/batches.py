@@ -193,8 +193,6 @@ class _MailFailed(Exception):
         self.race = race
 
 
-
-
 def run_batch(db: Database, settings: Settings,
               batch: list[Stored]) -> tuple[list[int], bool]:
     """Run a batch in one transaction; returns the ids handled (done, ignored or
