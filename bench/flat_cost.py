@@ -63,7 +63,7 @@ def make_boards(db: Database, game: str, count: int) -> float:
     start = time.monotonic()
     done = 0
     while done < count:
-        with db.transaction(lazy=True) as session, session.no_autoflush:
+        with db.transaction(lazy=True) as session:
             from pbmserv.db.models import User
 
             people = {u.id: u for u in session.query(User).filter(User.id.in_(ids))}

@@ -37,8 +37,6 @@ WORK = {
     ("pbmserv.render", "render"), ("pbmserv.render", "render_html"),
     ("pbmserv.render", "render_mail_html"), ("pbmserv.render", "html_mail"),
     ("sqlalchemy.engine.base", "_execute_context"),
-    ("pbmserv.db.prepared", "run"), ("pbmserv.db.prepared", "rows"),
-    ("pbmserv.db.prepared", "first"),
 }
 RENDERS = {"render", "render_html", "render_mail_html", "html_mail"}
 

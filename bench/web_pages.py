@@ -63,7 +63,7 @@ def make_boards(db: Database, count: int) -> None:
     games = [engine(name) for name in ENGINES]
     done = 0
     while done < count:
-        with db.transaction(lazy=True) as session, session.no_autoflush:
+        with db.transaction(lazy=True) as session:
             people = list(session.scalars(select(User).where(User.bot.is_(None))
                                           .order_by(User.id)))
             service = GameService(session)

@@ -115,7 +115,6 @@ class Policy(Command):
 
 def policy_result(ctx: Context, inv: Invocation, user: User) -> Result:
     game = inv.engine.name
-    ctx.session.flush()
     return Result(
         render("commands/policy.txt.j2", engine=inv.engine, user=user,
                everyone=consent.takes_default(ctx.session, user, game),

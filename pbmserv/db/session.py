@@ -23,7 +23,6 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from pbmserv import wakeups
-from pbmserv.db.prepared import driver_savepoints, release_cursor
 
 #: execution option of the engine that only reads (see _sqlite_begin)
 READ_ONLY = "pbmserv_read_only"
@@ -105,12 +104,8 @@ def make_engine(url: str) -> Engine:
             _URGENT_FLAGS[path] = flag
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
-        driver_savepoints(engine.dialect)
-        event.listen(engine, "checkin", release_cursor)
         return engine
     engine = create_engine(url, pool_pre_ping=True, hide_parameters=True)
-    driver_savepoints(engine.dialect)
-    event.listen(engine, "checkin", release_cursor)
     if engine.dialect.name == "postgresql":
         event.listen(engine, "begin", _postgres_begin)
     return engine

@@ -851,7 +851,6 @@ class ImapIntake(threading.Thread):
             for uid in old:
                 session.add(ImapMessage(mailbox=self.key, uidvalidity=uidvalidity, uid=uid,
                                         outcome="old", taken_at=now))
-            session.flush()
 
         ids = store_batch(self.db, [(raw, envelope_of(raw)) for _, raw in new], also=record,
                           quota=self.quota, sizes=[real.get(uid) for uid, _ in new])

@@ -26,14 +26,14 @@ from email.parser import BytesHeaderParser
 from email.policy import compat32
 from typing import Any, overload
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import InboundMessage
-from pbmserv.db.prepared import Prepared
 from pbmserv.db.session import Database
+from pbmserv.db.statements import store_mail
 from pbmserv.db.status import InboundStatus
 from pbmserv.mail.addresses import MAX_ADDRESS
 from pbmserv.mail.attachments import stored_form
@@ -85,26 +85,12 @@ def message_key(raw: bytes, envelope_from: str) -> str:
     return hashlib.sha256(dedupe_key(raw, envelope_from).encode()).hexdigest()[:32]
 
 
-# INSERT ... ON CONFLICT (dedupe_key) DO NOTHING RETURNING id: no id, a redelivery.
-# As text with typed parameters (the same SQL on SQLite and PostgreSQL), prepared once
-# (SQLAlchemy's own insert().on_conflict_do_nothing() has no cache key: it was
-# compiled again for every mail, a tenth of the intake's CPU)
-_STORED = ("raw", "size", "envelope_from", "sender", "dedupe_key", "received_at", "status")
-_COLUMNS = InboundMessage.__table__.c
-_INSERT = Prepared(text(
-    f"INSERT INTO inbound_messages ({', '.join(_STORED)}) "
-    f"VALUES ({', '.join(':' + name for name in _STORED)}) "
-    "ON CONFLICT (dedupe_key) DO NOTHING RETURNING id"
-).bindparams(*(bindparam(name, type_=_COLUMNS[name].type) for name in _STORED)))
 # a sender's mails and bytes stored since a time, read from the index
 # (sender, received_at, size) alone
-_USED = Prepared(text(
-    "SELECT count(*), coalesce(sum(size), 0) FROM inbound_messages "
-    "WHERE sender = :sender AND received_at >= :since"
-).bindparams(bindparam("sender", type_=_COLUMNS["sender"].type),
-             bindparam("since", type_=_COLUMNS["received_at"].type)))
-_KNOWN = Prepared(text("SELECT id FROM inbound_messages WHERE dedupe_key = :dedupe_key")
-                  .bindparams(bindparam("dedupe_key", type_=_COLUMNS["dedupe_key"].type)))
+_USED = select(func.count(), func.coalesce(func.sum(InboundMessage.size), 0)).where(
+    InboundMessage.sender == bindparam("sender"),
+    InboundMessage.received_at >= bindparam("since"))
+_KNOWN = select(InboundMessage.id).where(InboundMessage.dedupe_key == bindparam("dedupe_key"))
 #: the window of the sender quota
 QUOTA_WINDOW = timedelta(hours=24)
 
@@ -144,11 +130,6 @@ class OverQuota:
 Stored = int | None | OverQuota
 
 
-def _insert(session: Session, values: dict[str, Any]) -> int | None:
-    row = _INSERT.first(session.connection(), values)
-    return None if row is None else int(row[0])
-
-
 class _Usage:
     """Each sender's mail in the window, as a batch is stored (read from the database
     once for each sender, then counted on)."""
@@ -164,9 +145,9 @@ class _Usage:
         if it is not, it is counted."""
         used = self.used.get(sender)
         if used is None:
-            row = _USED.first(self.session.connection(), {"sender": sender,
-                                                          "since": self.since})
-            used = self.used[sender] = [int(row[0]), int(row[1])] if row else [0, 0]
+            count, stored = self.session.execute(
+                _USED, {"sender": sender, "since": self.since}).one()
+            used = self.used[sender] = [int(count), int(stored)]
         quota = self.quota
         if quota.mails and used[0] + 1 > quota.mails:
             return OverQuota(sender, f"{quota.mails} mails")
@@ -181,7 +162,7 @@ def _over_or_known(session: Session, values: dict[str, Any],
                    over: OverQuota) -> OverQuota | None:
     """A mail over its sender's quota: None if it was stored before (a redelivery is
     acknowledged, never refused), else the refusal."""
-    known = _KNOWN.first(session.connection(), {"dedupe_key": values["dedupe_key"]})
+    known = session.scalar(_KNOWN, {"dedupe_key": values["dedupe_key"]})
     return over if known is None else None
 
 
@@ -219,7 +200,7 @@ def store_batch(db: Database, mails: Sequence[tuple[bytes, str]],
         for values in rows:
             over = None if usage is None else usage.over(values["sender"],
                                                          len(values["raw"]))
-            ids.append(_insert(session, values) if over is None
+            ids.append(store_mail(session, values) if over is None
                        else _over_or_known(session, values, over))
         if also is not None:
             also(session, ids)

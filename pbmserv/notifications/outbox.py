@@ -1,8 +1,5 @@
 """Queueing outgoing mail: rows written in the caller's transaction.
 
-One Core insert each (no ORM object): the outbox is written for every mail the
-server answers, so it is on the hot path.
-
 No address gets more than ``mails_per_address_hour`` mails in an hour, nor more than
 ``replies_per_sender_hour`` replies to its own mails: the mails beyond are held (never
 dropped) and, an hour after the first of them, go out folded into one mail that says
@@ -17,31 +14,27 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import formataddr
 
-from sqlalchemy import bindparam, func, insert, select
+from sqlalchemy import bindparam, func, insert, or_, select
 from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
-from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import AnswerKind, OutboxStatus
 from pbmserv.mail.addresses import address_key, base_address, tag_mark, tag_of
 from pbmserv.render import render
 
-#: the columns a queued mail is given (every one with a default among them)
-_QUEUED = ("inbound_id", "created_at", "message_id", "to_addr", "to_key", "subject", "body",
-           "in_reply_to", "reply_to", "html_body", "blank_after_send", "list_id",
-           "unsubscribe", "status", "attempts", "next_attempt_at", "cause_key",
-           "answer_kind")
-_INSERT = Prepared(insert(OutboxMessage).values({name: bindparam(name) for name in _QUEUED})
-                   .returning(OutboxMessage.id))
+#: a queued mail: a row written and not held as an object (the outbox is written for
+#: every mail the server answers)
+_INSERT = insert(OutboxMessage).returning(OutboxMessage.id)
 _COUNTED = (OutboxStatus.PENDING, OutboxStatus.SENT, OutboxStatus.FAILED)
 #: mails and replies to an address in the last hour (held ones not counted), read
-#: from the index ix_outbox_recent alone
-_RECENT = Prepared(select(func.count(), func.count(OutboxMessage.in_reply_to))
-                   .where(OutboxMessage.to_key == bindparam("to"),
-                          OutboxMessage.created_at > bindparam("since"),
-                          OutboxMessage.status.in_(_COUNTED)))
+#: from the index ix_outbox_recent alone (the statuses as equalities: SQLAlchemy
+#: expands an IN list of constants again at every run)
+_RECENT = (select(func.count(), func.count(OutboxMessage.in_reply_to))
+           .where(OutboxMessage.to_key == bindparam("to"),
+                  OutboxMessage.created_at > bindparam("since"),
+                  or_(*(OutboxMessage.status == status for status in _COUNTED))))
 #: when the mails held for an address go out
 _RELEASE = (select(func.min(OutboxMessage.next_attempt_at))
             .where(OutboxMessage.to_key == bindparam("to"),
@@ -83,14 +76,13 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
         reply_to, subject = _tag_outside_address(settings, reply_to, subject)
     now = utcnow()
     status, due = OutboxStatus.PENDING, now
-    connection = session.connection()
     key = address_key(to)
-    total, replies = _RECENT.rows(connection, {"to": key, "since": now - HOUR})[0]
+    total, replies = session.execute(_RECENT, {"to": key, "since": now - HOUR}).one()
     if total >= settings.mails_per_address_hour or (
             in_reply_to is not None and replies >= settings.replies_per_sender_hour):
         status = OutboxStatus.HELD  # folded into one mail when its hour is up
-        due = connection.execute(_RELEASE, {"to": key}).scalar() or now + HOUR
-    return int(_INSERT.rows(connection, {
+        due = session.scalar(_RELEASE, {"to": key}) or now + HOUR
+    return int(session.execute(_INSERT, {
         "inbound_id": inbound_id, "created_at": now, "message_id": new_message_id(settings),
         "to_addr": to, "to_key": key, "subject": subject[:MAX_SUBJECT], "body": body,
         "in_reply_to": in_reply_to, "reply_to": reply_to, "html_body": html,
@@ -98,7 +90,7 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
         "list_id": listed[0] if listed else None, "unsubscribe": listed[1] if listed else None,
         "status": status, "attempts": 0, "next_attempt_at": due,
         "cause_key": cause if cause and cause != key else None, "answer_kind": kind,
-    })[0][0])
+    }).scalar_one())
 
 
 @dataclass(frozen=True)
@@ -152,20 +144,17 @@ def fold_held(session: Session, settings: Settings, now: datetime | None = None)
     for key, mails in by_address.items():
         folded, later = mails[:FOLD_MOST], mails[FOLD_MOST:]
         body = render("held.txt.j2", mails=folded, settings=settings)
-        _INSERT.rows(session.connection(), {
-            "inbound_id": None, "created_at": now, "message_id": new_message_id(settings),
+        session.execute(_INSERT, {
+            "created_at": now, "message_id": new_message_id(settings),
             # to the address of the newest of them (a +tag of the mailbox, maybe)
             "to_addr": folded[-1].to_addr, "to_key": key,
             "subject": f"{settings.server_name}: {len(folded)} mails held for you this hour",
-            "body": body, "in_reply_to": None, "reply_to": None, "html_body": None,
+            "body": body,
             # a live code in one of them: the fold is blanked once sent, like its part
             "blank_after_send": any(m.blank_after_send for m in folded),
-            "list_id": None, "unsubscribe": None,
-            "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now,
-            "cause_key": None, "answer_kind": None})
+            "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now})
         for mail in folded:
             mail.status = OutboxStatus.FOLDED
         for mail in later:
             mail.next_attempt_at = now + HOUR
-    session.flush()
     return len(by_address)

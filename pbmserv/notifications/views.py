@@ -25,7 +25,6 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import Board, Move
-from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import RequestKind
 from pbmserv.games import AnyEngine
 from pbmserv.games.base import Termination
@@ -42,13 +41,13 @@ LISTED_ROUNDS = 2000
 PAGE_ROUNDS = 100
 #: where the views made are kept for the session's lifetime (the latest of each board)
 VIEWS = "pbmserv.board_views"
-_MOVES = Prepared(select(Move.ply, Move.notation, Move.created_at)
-                  .where(Move.board_id == bindparam("board"), Move.ply >= bindparam("first"),
-                         Move.ply <= bindparam("last"))
-                  .order_by(Move.ply))
+_MOVES = (select(Move.ply, Move.notation, Move.created_at)
+          .where(Move.board_id == bindparam("board"), Move.ply >= bindparam("first"),
+                 Move.ply <= bindparam("last"))
+          .order_by(Move.ply))
 #: the time of the last move
-_LAST = Prepared(select(Move.created_at).where(Move.board_id == bindparam("board"),
-                                                Move.ply == bindparam("ply")))
+_LAST = select(Move.created_at).where(Move.board_id == bindparam("board"),
+                                      Move.ply == bindparam("ply"))
 
 #: a seat's name, its player's userid and the seconds they have used
 Seat = tuple[str, str, int]
@@ -125,8 +124,7 @@ def board_view(session: Session, engine: AnyEngine, board: Board, *,
     seats = len(engine.seats)
     rounds = PAGE_ROUNDS if around is not None else LISTED_ROUNDS if full else SHOWN_ROUNDS
     first, last = listed(board, seats, rounds, around)
-    connection = session.connection()
-    moves = _MOVES.rows(connection, {"board": board.id, "first": first, "last": last})
+    moves = session.execute(_MOVES, {"board": board.id, "first": first, "last": last}).all()
     rows: list[tuple[int, list[str]]] = []
     for ply, notation, _ in moves:
         if (ply - 1) % seats == 0 or not rows:
@@ -135,8 +133,7 @@ def board_view(session: Session, engine: AnyEngine, board: Board, *,
     if last == board.ply:
         last_move_at = moves[-1][2] if moves else None
     else:
-        found = _LAST.rows(connection, {"board": board.id, "ply": board.ply})
-        last_move_at = found[0][0] if found else None
+        last_move_at = session.scalar(_LAST, {"board": board.id, "ply": board.ply})
     players = tuple((engine.seats[p.seat], p.user.userid, p.time_used) for p in board.players)
     moved = tuple(s for s, p in zip(players, board.players, strict=True) if p.seat < board.ply)
     mover = None if board.finished else player_of(board, board.to_move)

@@ -2,9 +2,10 @@
 
 A batch of stored mails is read and parsed first, in a transaction that only reads
 (on SQLite it holds no write lock, so parsing never delays intake).  The batch then
-runs in one write transaction, each mail in a savepoint of its own: a mail that hits
-a bug changes nothing and is set aside, the others commit together (one fsync for
-all).  On SQLite a batch gives way as soon as the intake waits to store mail.
+runs in one write transaction: a mail that hits a bug has the batch run again
+without it, so it changes nothing and is set aside, and the others commit together
+(one fsync for all).  On SQLite a batch gives way as soon as the intake waits to
+store mail.
 
 Several processes may work on one PostgreSQL database: each locks the mails it takes
 (``FOR UPDATE SKIP LOCKED``), and takes a mail only if every older unprocessed mail of
@@ -21,7 +22,7 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -31,7 +32,6 @@ from pbmserv.commands import is_command
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import InboundMessage
-from pbmserv.db.prepared import Prepared
 from pbmserv.db.problems import describe, reason_line
 from pbmserv.db.session import Database
 from pbmserv.db.status import AlertKind, InboundStatus
@@ -82,24 +82,11 @@ _RAW = select(InboundMessage.id, InboundMessage.raw, InboundMessage.envelope_fro
               InboundMessage.sender, InboundMessage.size
               ).where(InboundMessage.id.in_(bindparam("ids", expanding=True)))
 #: the next mails themselves, in one statement (SQLite: no other process takes them)
-_NEXT_MAILS = Prepared(
-    select(InboundMessage.id, InboundMessage.raw, InboundMessage.envelope_from,
-           InboundMessage.sender, InboundMessage.size)
-    .join(_QUEUED, _QUEUED.c.id == InboundMessage.id)
-    .where(_QUEUED.c.turn <= PER_SENDER)
-    .order_by(_QUEUED.c.turn, _QUEUED.c.id).limit(bindparam("limit")))
-
-
-class _Mail(NamedTuple):
-    """A stored mail as read for processing."""
-
-    id: int
-    raw: bytes
-    envelope_from: str
-    sender: str
-    #: its size as it came (larger than ``raw`` for a mail over max_size of which the
-    #: IMAP intake stored the header alone)
-    size: int
+_NEXT_MAILS = (select(InboundMessage.id, InboundMessage.raw, InboundMessage.envelope_from,
+                      InboundMessage.sender, InboundMessage.size)
+               .join(_QUEUED, _QUEUED.c.id == InboundMessage.id)
+               .where(_QUEUED.c.turn <= PER_SENDER)
+               .order_by(_QUEUED.c.turn, _QUEUED.c.id).limit(bindparam("limit")))
 
 
 def read_pending(db: Database, settings: Settings, limit: int = BATCH) -> list[Stored]:
@@ -115,8 +102,7 @@ def read_pending(db: Database, settings: Settings, limit: int = BATCH) -> list[S
         if db.is_postgres:
             return [Stored(i, "", None, unread=True)
                     for i in session.scalars(_NEXT, {"limit": limit})]
-        rows = [_Mail(*row) for row in _NEXT_MAILS.rows(session.connection(),
-                                                        {"limit": limit})]
+        rows = session.execute(_NEXT_MAILS, {"limit": limit}).all()
     return _parsed(settings, rows)
 
 
@@ -142,12 +128,11 @@ def _parsed(settings: Settings, rows: Sequence[Any]) -> list[Stored]:
     return out
 
 
-#: the claim of one mail on SQLite, the first statements of every batch's transaction:
-#: a look-up a mail (a batch holds two or three while moves come one by one) costs a
-#: tenth of one statement with an IN list through SQLAlchemy
-_CLAIM_ONE = Prepared(select(InboundMessage.id, InboundMessage.sender)
-                      .where(InboundMessage.id == bindparam("id"),
-                             InboundMessage.status == InboundStatus.NEW))
+#: the claim of a batch on SQLite, the first statement of its transaction: those of
+#: its mails still new
+_CLAIM = (select(InboundMessage.id, InboundMessage.sender)
+          .where(InboundMessage.id.in_(bindparam("ids", expanding=True)),
+                 InboundMessage.status == InboundStatus.NEW))
 #: on PostgreSQL a transaction locks no more than it can run in BATCH_SECONDS, so that
 #: another process takes the rest of the same batch meanwhile
 HELD_AT_ONCE = 10
@@ -174,11 +159,10 @@ def claim(session: Session, db: Database, batch: Sequence[Stored]) -> tuple[dict
     """The mails of ``batch`` this process may run now, in this transaction, by id (on
     PostgreSQL with their stored rows), and whether it holds as many as it may at once
     (PostgreSQL: see HELD_AT_ONCE)."""
-    connection = session.connection()
+    ids = [s.id for s in batch]
     if not db.is_postgres:  # one writer at a time: what is new is ours
-        found = (_CLAIM_ONE.first(connection, {"id": s.id}) for s in batch)
-        return {row[0]: row for row in found if row is not None}, False
-    locked = connection.execute(_CLAIM_LOCKED, {"ids": [s.id for s in batch]}).all()
+        return {row.id: row for row in session.execute(_CLAIM, {"ids": ids})}, False
+    locked = session.execute(_CLAIM_LOCKED, {"ids": ids}).all()
     if not locked:
         return {}, False
     full = len(locked) >= HELD_AT_ONCE
@@ -192,6 +176,15 @@ def claim(session: Session, db: Database, batch: Sequence[Stored]) -> tuple[dict
             if row.sender not in blocked or row.id < blocked[row.sender]}, full
 
 
+#: a mail marked handled (it is not loaded: nothing of the session to keep in step)
+_DONE = (update(InboundMessage).where(InboundMessage.id == bindparam("inbound_id"))
+         .values(status=bindparam("status"), processed_at=bindparam("now"),
+                 error=bindparam("error"))
+         .execution_options(synchronize_session=False))
+#: the same, the stored mail's passwords masked too (one statement, not two)
+_DONE_MASKED = _DONE.values(raw=bindparam("raw"))
+
+
 class _MailFailed(Exception):
     """A mail of the batch hit a bug (or lost a race): the batch is run again without
     it (or, for a race, with it once more)."""
@@ -201,14 +194,6 @@ class _MailFailed(Exception):
         self.inbound_id = inbound_id
         self.error = error
         self.race = race
-
-
-_DONE_STATEMENT = (update(InboundMessage).where(InboundMessage.id == bindparam("inbound_id"))
-                   .values(status=bindparam("status"), processed_at=bindparam("now"),
-                           error=bindparam("error")))
-_DONE = Prepared(_DONE_STATEMENT)
-#: the same, the stored mail's passwords masked too (one statement, not two)
-_DONE_MASKED = Prepared(_DONE_STATEMENT.values(raw=bindparam("raw")))
 
 
 def run_batch(db: Database, settings: Settings,
@@ -233,9 +218,7 @@ def run_batch(db: Database, settings: Settings,
         handled: list[int] = []
         gave_way = False
         try:
-            # flushed where a query must see what is pending (see views.board_summary),
-            # not before every query: flushing is most of what a move costs
-            with db.transaction(lazy=True) as session, session.no_autoflush:
+            with db.transaction(lazy=True) as session:
                 mine, full = claim(session, db, batch)
                 now = utcnow()
                 started = time.monotonic()
@@ -292,13 +275,13 @@ def _run_one(session: Session, settings: Settings, stored: Stored, now: object) 
             masked = b""
         else:
             masked = mask_raw(stored.raw, secrets) if stored.raw else stored.raw
+        # (the session flushes what the mail changed before this statement runs)
         if masked != stored.raw:  # no password or code lies in the store
-            _DONE_MASKED.run(session.connection(), {**done, "raw": masked})
+            session.execute(_DONE_MASKED, {**done, "raw": masked})
         else:
-            _DONE.run(session.connection(), done)
+            session.execute(_DONE, done)
         # what this mail loaded is of no use to the next: a session that grew with
         # the batch would make every flush look through all of it
-        session.flush()
         session.expunge_all()
     except OperationalError:
         raise  # the transaction itself is in trouble: the batch is tried again

@@ -337,7 +337,6 @@ def handle(session: Session, settings: Settings, inbound_id: int,
 def _stranger_now(ctx: Context) -> bool:
     """Whether the sender has no account once the mail's commands ran (a 'confirm'
     makes one)."""
-    ctx.session.flush()
     ctx.stranger = None
     return is_stranger(ctx)
 

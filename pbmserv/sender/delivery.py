@@ -2,8 +2,8 @@
 
 No other sender (another thread, ``pbmserv work``, another process or host) may take
 a mail while one sends it.  The worker asks for due mail every round, mostly in
-vain: that is one indexed read, which takes no write lock.  The statements of a
-round are prepared once, and rows are read as plain rows, not ORM objects.
+vain: that is one indexed read, which takes no write lock.  Rows are read as plain
+rows, not ORM objects.
 
 - Into a Maildir, a batch is taken, written and recorded in one transaction: its
   rows are held by the transaction itself (SQLite's write lock; on PostgreSQL row
@@ -42,16 +42,15 @@ import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from itertools import count
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
-from sqlalchemy import Table, bindparam, case, func, select, update
+from sqlalchemy import bindparam, case, func, select, update
 from sqlalchemy.orm import Session
 
 from pbmserv.config import Relay, Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
-from pbmserv.db.prepared import Prepared
-from pbmserv.db.session import READ_ONLY, Database
+from pbmserv.db.session import Database
 from pbmserv.db.status import OutboxStatus
 from pbmserv.mail.addresses import subaddress
 from pbmserv.sender.maildir import deliver_all
@@ -116,15 +115,16 @@ def _sent() -> dict[str, Any]:
                               else_=OutboxMessage.html_body)}
 
 
-# -- the statements of a round, prepared once (compiled once, then found in the cache)
-_OUTBOX = cast(Table, OutboxMessage.__table__)
-_O = _OUTBOX.c
+# -- the statements of a round
+_O = OutboxMessage
 _DUE = (_O.status == OutboxStatus.PENDING) & (_O.next_attempt_at <= bindparam("now"))
 #: whether anything is due (the index on status and next_attempt_at answers it)
-_ANY_DUE = Prepared(select(_O.id).where(_DUE).limit(1))
+_ANY_DUE = select(_O.id).where(_DUE).limit(1)
 #: the columns a mail is made of (OutboxMail)
 _MAIL = (_O.id, _O.created_at, _O.message_id, _O.to_addr, _O.subject, _O.body,
          _O.in_reply_to, _O.reply_to, _O.html_body, _O.attempts, _O.list_id, _O.unsubscribe)
+#: rows written by statements are not held as objects by the session
+_UNHELD = {"synchronize_session": False}
 
 
 def _taking(statement: Any, skip_locked: bool) -> Any:
@@ -149,27 +149,25 @@ class DueMail(NamedTuple):
 
 
 #: the due rows of a batch, oldest first, for a transaction to hold (Maildir)
-_TAKE = {skip: Prepared(_taking(select(*_MAIL).where(_DUE).order_by(_O.id)
-                                .limit(bindparam("limit")), skip))
+_TAKE = {skip: _taking(select(*_MAIL).where(_DUE).order_by(_O.id).limit(bindparam("limit")),
+                        skip)
          for skip in (False, True)}
 #: a claim: the due rows of a batch leased and returned (relay)
-_CLAIM = {skip: update(_OUTBOX)
+_CLAIM = {skip: update(_O)
           .where(_O.id.in_(_taking(select(_O.id).where(_DUE).order_by(_O.id)
                                    .limit(bindparam("limit")), skip).scalar_subquery()))
           .values(next_attempt_at=bindparam("until"), leased_by=bindparam("token"))
-          .returning(*_MAIL)
+          .returning(*_MAIL).execution_options(**_UNHELD)
           for skip in (False, True)}
-#: a row this transaction holds recorded as sent (see _sent), one statement a row (a
-#: round sends a few: each runs in a few microseconds, one with an IN list of them
-#: through SQLAlchemy in fifty)
-_SENT = Prepared(update(_OUTBOX)
-                 .where(_O.id == bindparam("id"))
-                 .values(status=OutboxStatus.SENT, sent_at=bindparam("at"), last_error=None,
-                         leased_by=None, attempts=_O.attempts + 1,
-                         subject=case((_O.blank_after_send, BLANKED_SUBJECT),
-                                      else_=_O.subject),
-                         body=case((_O.blank_after_send, BLANKED), else_=_O.body),
-                         html_body=case((_O.blank_after_send, None), else_=_O.html_body)))
+#: the rows this transaction holds recorded as sent (see _sent)
+_SENT = (update(_O)
+         .where(_O.id.in_(bindparam("ids", expanding=True)))
+         .values(status=OutboxStatus.SENT, sent_at=bindparam("at"), last_error=None,
+                 leased_by=None, attempts=_O.attempts + 1,
+                 subject=case((_O.blank_after_send, BLANKED_SUBJECT), else_=_O.subject),
+                 body=case((_O.blank_after_send, BLANKED), else_=_O.body),
+                 html_body=case((_O.blank_after_send, None), else_=_O.html_body))
+         .execution_options(**_UNHELD))
 def _address(row: OutboxMail) -> str:
     """The address as suspensions are kept (pbmserv.service.bounces)."""
     return row.to_addr.strip().lower()
@@ -212,7 +210,6 @@ class Sender:
         #: whether the daily sending limit held mail back at the last look
         self.capped = False
         self._secret: bytes | None = None
-        self._reader = db.engine.execution_options(**{READ_ONLY: True})
         #: how the relay stands, shared with every other sender through the database
         self.standing = Standing(db, settings)
 
@@ -234,8 +231,8 @@ class Sender:
     def _anything_due(self) -> bool:
         """Whether a mail is due: one indexed read, no write lock (the worker asks every
         round, mostly when nothing is)."""
-        with self._reader.connect() as connection:
-            return _ANY_DUE.first(connection, {"now": utcnow()}) is not None
+        with self.db.reading() as session:
+            return session.scalar(_ANY_DUE, {"now": utcnow()}) is not None
 
     def _claim(self, limit: int) -> tuple[str, list[OutboxMail], list[OutboxMail]]:
         """Lease up to ``limit`` due rows for a new claim; returns its token, the rows
@@ -244,11 +241,10 @@ class Sender:
         token = f"{self._name}:{next(self._claims)}"
         now = utcnow()
         with self.db.transaction(lazy=True) as session:
-            connection = session.connection()
             rows: list[OutboxMail] = sorted(
-                connection.execute(_CLAIM[self.db.is_postgres],
-                                   {"now": now, "limit": limit, "until": now + LEASE,
-                                    "token": token}).all(),
+                session.execute(_CLAIM[self.db.is_postgres],
+                                {"now": now, "limit": limit, "until": now + LEASE,
+                                 "token": token}).all(),
                 key=lambda row: row.id)
             send = self._hold_back(session, token, rows)
         return token, rows, send
@@ -391,9 +387,8 @@ class Sender:
         and how many mails went out."""
         self._know_secret()
         with self.db.transaction() as session:
-            connection = session.connection()
-            rows = [DueMail(*row) for row in _TAKE[self.db.is_postgres].rows(
-                connection, {"now": utcnow(), "limit": limit})]
+            rows = [DueMail(*row) for row in session.execute(
+                _TAKE[self.db.is_postgres], {"now": utcnow(), "limit": limit})]
             built, broken = self._build(self._hold_back(session, None, rows))
             # as a delivery agent does, the envelope sender goes in Return-Path
             built = [(row, f"Return-Path: <{self.bounce_address(row)}>\n".encode() + data)
@@ -401,9 +396,8 @@ class Sender:
             errors = deliver_all(self.settings.maildir, built)
             done = [row for (row, _), error in zip(built, errors, strict=True)
                     if error is None]
-            at = utcnow()
-            for row in done:
-                _SENT.run(connection, {"id": row.id, "at": at})
+            if done:
+                session.execute(_SENT, {"ids": [row.id for row in done], "at": utcnow()})
             for (row, _), error in zip(built, errors, strict=True):
                 if error is not None:
                     self._record(session, None, [row.id], _deferred(row, error))

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, delete, func, or_, select
+from sqlalchemy import Select, bindparam, delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.base import utcnow
@@ -20,7 +20,6 @@ from pbmserv.db.models import (
     Subscription,
     User,
 )
-from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import BoardStatus, SeekStatus
 from pbmserv.mail.addresses import MAX_ADDRESS
 from pbmserv.service.errors import PlayerError
@@ -91,7 +90,7 @@ def existing_user(session: Session, userid: str) -> User:
 SUGGESTION_CANDIDATES = 20
 
 
-def _near(after: bool) -> Prepared:
+def _near(after: bool) -> Select[tuple[str]]:
     """The userids of the confirmed open accounts (and the bots) with a key from
     ``low`` up to ``high`` and a length a slip away: the first ones ``after`` the low
     end, or the last ones before the high end (one bound each way, so that the look-up
@@ -102,7 +101,7 @@ def _near(after: bool) -> Prepared:
         User.closed_at.is_(None), or_(User.confirmed_at.is_not(None), User.bot.is_not(None)),
         length >= bindparam("shortest"), length <= bindparam("longest"))
     query = query.order_by(User.key if after else User.key.desc())
-    return Prepared(query.limit(SUGGESTION_CANDIDATES // 2))
+    return query.limit(SUGGESTION_CANDIDATES // 2)
 
 
 _NEAR = (_near(after=True), _near(after=False))
@@ -125,10 +124,9 @@ def similar_userid(session: Session, userid: str) -> str | None:
     first, past = typed[0], chr(ord(typed[0]) + 1)
     lengths = {"shortest": len(typed) - slips, "longest": len(typed) + slips}
     after, before = _NEAR
-    connection = session.connection()
-    near = [*after.rows(connection, {"low": typed, "high": past, **lengths}),
-            *before.rows(connection, {"low": first, "high": typed, **lengths})]
-    return closest(userid, [row[0] for row in near])
+    near = [*session.scalars(after, {"low": typed, "high": past, **lengths}),
+            *session.scalars(before, {"low": first, "high": typed, **lengths})]
+    return closest(userid, near)
 
 
 def authenticate(session: Session, userid: str, password: str, sender: str,
@@ -287,7 +285,6 @@ def open_account(session: Session, userid: str, password: str, email: str, *,
     user = User(key=userid.lower(), userid=userid, password_hash=hash_password(password),
                 email=email)
     session.add(user)
-    session.flush()
     return user
 
 

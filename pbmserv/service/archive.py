@@ -231,7 +231,6 @@ def _user(session: Session, userid: str, report: ImportReport) -> User:
         user = User(key=userid.lower(), userid=userid, password_hash=DISABLED_PASSWORD,
                     email=f"{userid.lower()}@{IMPORTED_DOMAIN}", confirmed_at=utcnow())
         session.add(user)
-        session.flush()
         report.users.append(userid)
     return user
 
@@ -281,7 +280,7 @@ def _import(session: Session, record: GameRecord, now: datetime, report: ImportR
         turn_started_at=last, nags_sent=0, clock_due_at=None, created_at=record.started,
         updated_at=ended)
     session.add(board)
-    session.flush()
+    session.flush()  # the board's id, for its players, moves and import record
     for seat, user in enumerate(users):
         session.add(BoardPlayer(board_id=board.id, seat=seat, user_id=user.id,
                                 time_used=used[seat]))
@@ -290,8 +289,7 @@ def _import(session: Session, record: GameRecord, now: datetime, report: ImportR
         session.add(move_row)
     session.add(ImportedBoard(board_id=board.id, site=record.site, event=record.event,
                               round=record.round, imported_at=now))
-    session.flush()
-    session.refresh(board)
+    session.refresh(board)  # (flushed first) with its players
     if record.ratings:
         changes = {c.userid: (c.before, c.after) for c in record.ratings}
         restore_board(session, board, [changes[u] for u in record.players], ended)

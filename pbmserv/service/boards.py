@@ -11,13 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import bindparam, func, outerjoin, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session, joinedload
-from sqlalchemy.orm.attributes import set_committed_value
 
-from pbmserv.db.loading import Entity
-from pbmserv.db.models import Board, BoardEvent, BoardPlayer, Move, Subscription, User
-from pbmserv.db.prepared import Prepared
+from pbmserv.db.models import Board, BoardEvent, Move, Subscription, User
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.service.budget import WorkBudget
 from pbmserv.service.errors import PlayerError
@@ -36,30 +33,17 @@ def engine_of(board: Board) -> AnyEngine:
     return engine
 
 
-# the board with its players and their accounts, in one query (the ORM's load, for a
-# board the session holds already)
-_BOARD = (select(Board).options(joinedload(Board.players))
-          .where(Board.game == bindparam("game"), Board.number == bindparam("number")))
-_BOARD_BY_ID = select(Board).options(joinedload(Board.players)).where(Board.id == bindparam("id"))
-
-# the same rows read on the driver, made into the session's objects (pbmserv.db.loading):
-# a move's board costs a fifth of the ORM's load
-_B, _P, _U = Entity(Board), Entity(BoardPlayer), Entity(User)
-_ROWS = (select(*_B.columns, *_P.columns, *_U.columns)
-         .select_from(outerjoin(_B.table, _P.table, BoardPlayer.board_id == Board.id)
-                      .outerjoin(_U.table, BoardPlayer.user_id == User.id))
-         .order_by(BoardPlayer.seat))
-_BY_NUMBER = (Board.game == bindparam("game"), Board.number == bindparam("number"))
-_BY_ID = (Board.id == bindparam("id"),)
-#: by id or not: the board, its players and their accounts
-_READ = {by_id: Prepared(_ROWS.where(*where)) for by_id, where in ((False, _BY_NUMBER),
-                                                                    (True, _BY_ID))}
-#: by id or not: the board locked for the transaction (PostgreSQL), by a statement of its
-#: own before the read: a statement that waits for a row lock sees the locked row as
-#: it is once it has the lock, but the rows it joins as they were when it began (a
-#: move's opponent's clock, an account changed by the transaction it waited for)
-_LOCK = {by_id: Prepared(select(Board.id).where(*where).with_for_update())
-         for by_id, where in ((False, _BY_NUMBER), (True, _BY_ID))}
+_WHERE = {"number": (Board.game == bindparam("game"), Board.number == bindparam("number")),
+          "id": (Board.id == bindparam("id"),)}
+#: the board with its players and their accounts (BoardPlayer.user loads joined), in
+#: one query, by number or by id
+_READ = {by: select(Board).options(joinedload(Board.players)).where(*where)
+         for by, where in _WHERE.items()}
+#: the same board locked for the transaction (PostgreSQL), by a statement of its own
+#: before the read: a statement that waits for a row lock sees the locked row as it is
+#: once it has the lock, but the rows it joins as they were when it began (a move's
+#: opponent's clock, an account changed by the transaction it waited for)
+_LOCK = {by: select(Board.id).where(*where).with_for_update() for by, where in _WHERE.items()}
 
 
 def load_board(session: Session, engine: AnyEngine, number: int, *, lock: bool = False) -> Board:
@@ -74,64 +58,17 @@ def find_board(session: Session, engine: AnyEngine, number: int, *,
     """The board ``number`` of ``engine``'s game, its players and their accounts loaded;
     ``lock``: held for this transaction (on PostgreSQL; SQLite's writer holds the
     whole database)."""
-    params = {"game": engine.name, "number": number}
-    rows = _rows(session, False, lock, params)
-    if not _held(session, rows):
-        return _made(session, rows)
-    board: Board | None = session.execute(_BOARD, params).unique().scalar()
-    return board
+    return _load(session, "number", {"game": engine.name, "number": number}, lock)
 
 
 def load_board_by_id(session: Session, board_id: int, *, lock: bool = False) -> Board | None:
-    params = {"id": board_id}
-    rows = _rows(session, True, lock, params)
-    if not _held(session, rows):
-        return _made(session, rows)
-    board: Board | None = session.execute(_BOARD_BY_ID, params).unique().scalar()
-    return board
+    return _load(session, "id", {"id": board_id}, lock)
 
 
-_BOARD_END, _PLAYER_END = _B.width, _B.width + _P.width
-
-
-def _rows(session: Session, by_id: bool, lock: bool,
-          params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """The rows of the board (``_READ``), locked first if asked, after what the session
-    holds unflushed is flushed where the ORM's query would flush it (autoflush: not
-    while mail is processed)."""
-    if session.autoflush:
-        session.flush()
-    connection = session.connection()
-    if lock and connection.dialect.name == "postgresql":
-        _LOCK[by_id].rows(connection, params)
-    return _READ[by_id].rows(connection, params)
-
-
-def _seated(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """The rows of players (a board with none has one row, its player columns NULL)."""
-    return [row for row in rows if row[_BOARD_END] is not None]
-
-
-def _held(session: Session, rows: list[tuple[Any, ...]]) -> bool:
-    """Whether the session holds the board of ``rows`` or one of its players already:
-    then the ORM loads it, as it does any object it holds."""
-    return bool(rows) and (_B.held(session, rows[0][:_BOARD_END]) is not None or any(
-        _P.held(session, row[_BOARD_END:_PLAYER_END]) is not None for row in _seated(rows)))
-
-
-def _made(session: Session, rows: list[tuple[Any, ...]]) -> Board | None:
-    """The board of ``rows`` (one a player, in seat order) with its players and their
-    accounts, as new objects of ``session`` (but for accounts it holds); None if there
-    are no rows."""
-    if not rows:
-        return None
-    board = _B.make(session, rows[0][:_BOARD_END])
-    players = []
-    for row in _seated(rows):
-        account = row[_PLAYER_END:]
-        user = _U.held(session, account) or _U.make(session, account)
-        players.append(_P.make(session, row[_BOARD_END:_PLAYER_END], board=board, user=user))
-    set_committed_value(board, "players", players)
+def _load(session: Session, by: str, params: dict[str, Any], lock: bool) -> Board | None:
+    if lock and session.get_bind().dialect.name == "postgresql":
+        session.execute(_LOCK[by], params)
+    board: Board | None = session.execute(_READ[by], params).unique().scalar()
     return board
 
 
@@ -168,14 +105,14 @@ def checkpoint(ply: int) -> bool:
 
 
 # the nearest position kept at or before a move, and the moves after it up to that one
-_KEPT = Prepared(select(Move.ply, Move.position, Move.position_version)
-                 .where(Move.board_id == bindparam("board"), Move.ply <= bindparam("ply"),
-                        Move.position.is_not(None))
-                 .order_by(Move.ply.desc()).limit(1))
-_NOTATIONS = Prepared(select(Move.notation)
-                      .where(Move.board_id == bindparam("board"), Move.ply > bindparam("after"),
-                             Move.ply <= bindparam("ply"))
-                      .order_by(Move.ply))
+_KEPT = (select(Move.ply, Move.position, Move.position_version)
+         .where(Move.board_id == bindparam("board"), Move.ply <= bindparam("ply"),
+                Move.position.is_not(None))
+         .order_by(Move.ply.desc()).limit(1))
+_NOTATIONS = (select(Move.notation)
+              .where(Move.board_id == bindparam("board"), Move.ply > bindparam("after"),
+                     Move.ply <= bindparam("ply"))
+              .order_by(Move.ply))
 
 
 def position_at(session: Session, engine: AnyEngine, board: Board, ply: int,
@@ -191,8 +128,7 @@ def position_at(session: Session, engine: AnyEngine, board: Board, ply: int,
         return position_of(engine, board)
     if ply == board.ply - 1 and board.previous_position is not None:
         return engine.load(board.previous_position, board.previous_version or 1)
-    connection = session.connection()
-    kept = _KEPT.rows(connection, {"board": board.id, "ply": ply}) if ply else []
+    kept = session.execute(_KEPT, {"board": board.id, "ply": ply}).all() if ply else []
     if kept:
         after, text, version = kept[0]
         position = engine.load(text, version or 1)
@@ -205,8 +141,8 @@ def position_at(session: Session, engine: AnyEngine, board: Board, ply: int,
                      f"looking back at move {ply} of board {board.number}")
     # each stored move was played on a game not over, so the engine's game-over test
     # before each (as costly as the move) is skipped
-    for (notation,) in _NOTATIONS.rows(connection, {"board": board.id, "after": after,
-                                                    "ply": ply}):
+    for notation in session.scalars(_NOTATIONS, {"board": board.id, "after": after,
+                                                 "ply": ply}):
         position, _ = engine.play(position, notation, live=True)
     return position
 

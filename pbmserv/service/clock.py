@@ -15,7 +15,6 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import Board, Vacation
-from pbmserv.db.prepared import Prepared
 from pbmserv.service.boards import player_of
 
 DAY = timedelta(days=1)
@@ -25,18 +24,17 @@ VACATION_DAYS_PER_YEAR = 30
 MAX_CLOCK_DAYS = 365
 
 
-_BETWEEN = Prepared(select(Vacation.starts_at, Vacation.ends_at)
-                    .where(Vacation.user_id == bindparam("user"),
-                           Vacation.starts_at < bindparam("end"),
-                           Vacation.ends_at > bindparam("start"))
-                    .order_by(Vacation.starts_at))
+_BETWEEN = (select(Vacation.starts_at, Vacation.ends_at)
+            .where(Vacation.user_id == bindparam("user"), Vacation.starts_at < bindparam("end"),
+                   Vacation.ends_at > bindparam("start"))
+            .order_by(Vacation.starts_at))
 
 
 def vacations_between(session: Session, user_id: int, start: datetime,
                       end: datetime) -> list[tuple[datetime, datetime]]:
     """(start, end) of the user's vacations that touch [start, end)."""
-    return [(row[0], row[1]) for row in _BETWEEN.rows(
-        session.connection(), {"user": user_id, "start": start, "end": end})]
+    return [(row[0], row[1]) for row in session.execute(
+        _BETWEEN, {"user": user_id, "start": start, "end": end})]
 
 
 def overlap(vacations: list[tuple[datetime, datetime]], start: datetime,

@@ -84,7 +84,6 @@ def check_signup(session: Session, sender: str, email: str, now: datetime, *,
                 "command that confirms it), or sign up again after "
                 f"{lapses_at(waiting, hours):%Y-%m-%d %H:%M} UTC, when it lapses")
         lapse(session, waiting, now)  # someone else's signup in this address's name
-    session.flush()
 
 
 def claim(session: Session, userid: str, now: datetime, hours: int) -> None:
@@ -102,7 +101,6 @@ def claim(session: Session, userid: str, now: datetime, hours: int) -> None:
             "confirmation; unless it is confirmed, it is free again at "
             f"{lapses_at(user, hours):%Y-%m-%d %H:%M} UTC: choose another, or try then")
     lapse(session, user, now)
-    session.flush()
 
 
 def start_address(user: User, email: str, now: datetime) -> str:

@@ -21,12 +21,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from functools import cache
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.orm import Session
-from sqlalchemy.orm.attributes import set_committed_value
 
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import (
@@ -41,7 +39,6 @@ from pbmserv.db.models import (
     User,
     Vacation,
 )
-from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import BoardStatus, RequestKind, SeekStatus
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.games.base import Outcome, RuleError, Termination
@@ -78,27 +75,9 @@ from pbmserv.service.events import (
 from pbmserv.service.limits import challenger_of
 from pbmserv.service.ratings import rate_board
 
-_EVENT_COLUMNS = ("board_id", "kind", "data", "created_at")
-_INSERT_EVENT = Prepared(insert(BoardEvent).values(
-    {name: bindparam(name) for name in _EVENT_COLUMNS}))
 _QUEUE = (select(QueuedMove)
           .where(QueuedMove.board_id == bindparam("board"), QueuedMove.seat == bindparam("seat"))
           .order_by(QueuedMove.position))
-_MOVE_COLUMNS = ("board_id", "ply", "seat", "notation", "comment", "created_at",
-                 "turn_started_at", "nags_before", "seconds_used", "automatic", "position",
-                 "position_version")
-_INSERT_MOVE = Prepared(insert(Move).values({name: bindparam(name) for name in _MOVE_COLUMNS}))
-
-
-@cache
-def _update_of(model: type[Board] | type[BoardPlayer], columns: frozenset[str]) -> Prepared:
-    """UPDATE of these columns of one row, built once (see GameService._write)."""
-    if model is BoardPlayer:
-        stmt = update(BoardPlayer).where(BoardPlayer.board_id == bindparam("key_board"),
-                                         BoardPlayer.seat == bindparam("key_seat"))
-    else:
-        stmt = update(Board).where(Board.id == bindparam("key_id"))
-    return Prepared(stmt.values({name: bindparam(name) for name in columns}))
 
 
 REQUEST_WORDS = {RequestKind.DRAW: "an agreed end of the game", RequestKind.UNDO: "an undo"}
@@ -129,7 +108,8 @@ class GameService:
         board = None if event.board_id is None else self.session.get(Board, event.board_id)
         if board is not None:
             self.boards[board.id] = board
-        _INSERT_EVENT.run(self.session.connection(), {
+        # rows of a log, written and never changed: inserted, not held as objects
+        self.session.execute(insert(BoardEvent), {
             "board_id": event.board_id, "kind": event.kind, "data": event.data(),
             "created_at": self.now})
         for follower in FOLLOWERS.get(type(event), ()):
@@ -197,7 +177,7 @@ class GameService:
         )
         board.clock_due_at = clock.first_deadline(board, self.now)
         self.session.add(board)
-        self.session.flush()
+        self.session.flush()  # the board's id, for its event
         name, round_ = tournament or (None, None)
         self._record(BoardCreated(board.id, seek=seek.number if seek else None,
                                   tournament=name, round=round_))
@@ -210,12 +190,10 @@ class GameService:
         check_clock_days(nag_days, forfeit_days)
         highest = self.session.scalar(select(func.max(Seek.number))
                                       .where(Seek.game == engine.name))
-        seek = Seek(game=engine.name, number=(highest or 0) + 1, user_id=user.id,
+        seek = Seek(game=engine.name, number=(highest or 0) + 1, user=user,
                     options=" ".join(options), nag_days=nag_days, forfeit_days=forfeit_days,
-                    created_at=self.now)
+                    status=SeekStatus.OPEN, created_at=self.now)
         self.session.add(seek)
-        self.session.flush()
-        self.session.refresh(seek)
         return seek
 
     def open_seek(self, engine: AnyEngine, number: int, *, lock: bool = False) -> Seek:
@@ -267,7 +245,7 @@ class GameService:
         """The player acts on the board: from now on it is theirs (rated, timed)."""
         for player in board.players:
             if player.user_id == user.id and player.accepted_at is None:
-                self._write(player, {"accepted_at": self.now})
+                player.accepted_at = self.now
 
     def accept(self, board: Board, user: User) -> None:
         """Take up a board someone else started (``<game> accept board``)."""
@@ -318,24 +296,24 @@ class GameService:
                comment: str | None, *, automatic: bool) -> None:
         seat = board.to_move
         used = clock.idle(self.session, board, self.now)
+        used_seconds = int(used.total_seconds())
         serialized = engine.serialize(position)
         kept = checkpoint(board.ply + 1)
-        _INSERT_MOVE.run(self.session.connection(), {
+        self.session.execute(insert(Move), {
             "board_id": board.id, "ply": board.ply + 1, "seat": seat, "notation": notation,
             "comment": comment, "created_at": self.now,
             "turn_started_at": board.turn_started_at, "nags_before": board.nags_sent,
-            "seconds_used": int(used.total_seconds()), "automatic": automatic,
+            "seconds_used": used_seconds, "automatic": automatic,
             "position": serialized if kept else None,
             "position_version": engine.position_version if kept else None})
-        changes: dict[str, Any] = {
-            "ply": board.ply + 1, "previous_position": board.position,
-            "previous_version": board.position_version,
-            "position": serialized,
-            "position_version": engine.position_version,
-            "to_move": engine.to_move(position), "updated_at": self.now,
-            "turn_started_at": self.now, "nags_sent": 0,
-            "clock_due_at": clock.first_deadline(board, self.now),
-        }
+        board.ply += 1
+        board.previous_position, board.previous_version = board.position, board.position_version
+        board.position = serialized
+        board.position_version = engine.position_version
+        board.to_move = engine.to_move(position)
+        board.updated_at = board.turn_started_at = self.now
+        board.nags_sent = 0
+        board.clock_due_at = clock.first_deadline(board, self.now)
         # a request lapses when its answerer moves instead; an undo also when its asker
         # moves (it stood for the moves before this one); a draw offer stands
         lapsed = board.request_kind is not None and (
@@ -343,29 +321,14 @@ class GameService:
         if lapsed:
             self._record(RequestLapsed(board.id, board.request_kind,  # type: ignore[arg-type]
                                        board.request_by or 0, by=seat))
-            changes.update(request_kind=None, request_by=None)
-        self._write(board, changes)
-        player = self._player(board, seat)
-        self._write(player, {"time_used": player.time_used + int(used.total_seconds())})
+            self._clear_request(board)
+        self._player(board, seat).time_used += used_seconds
         self._record(MovePlayed(board.id, board.ply, seat, notation, comment, automatic))
         outcome = engine.outcome(position)
         if outcome is not None:
             self.finish(board, outcome)
         else:
             self._fire_queue(board, engine, position, notation)
-
-    def _write(self, row: Board | BoardPlayer, changes: dict[str, Any]) -> None:
-        """Change a loaded row with one UPDATE now, and tell the session the object
-        holds what the database holds: a move writes its board this way, not through
-        the session's flush, which costs more than the rest of the move."""
-        if isinstance(row, BoardPlayer):
-            key: dict[str, Any] = {"key_board": row.board_id, "key_seat": row.seat}
-        else:
-            key = {"key_id": row.id}
-        _update_of(type(row), frozenset(changes)).run(self.session.connection(),
-                                                      {**key, **changes})
-        for name, value in changes.items():
-            set_committed_value(row, name, value)
 
     def _player(self, board: Board, seat: int) -> BoardPlayer:
         return next(p for p in board.players if p.seat == seat)
@@ -478,7 +441,6 @@ class GameService:
                 self._record(QueueCleared(board.id, seat, None, None))
             self._clear_queues(board, None)
         self.session.delete(move)
-        self.session.flush()
         clock.schedule(self.session, board, self.now)
         self._record(MoveTakenBack(board.id, move.ply, move.seat, move.notation))
         return move.seat
@@ -530,7 +492,6 @@ class GameService:
                            reply=mine) for n, (theirs, mine) in enumerate(pairs, 1)]
         self.session.add_all(rows)
         board.queued += len(rows)
-        self.session.flush()
         return rows
 
     def _clear_queues(self, board: Board, seat: int | None) -> None:
@@ -563,7 +524,6 @@ class GameService:
             return
         self.session.delete(first)
         board.queued -= 1
-        self.session.flush()
         self._apply(board, engine, after, notation, None, automatic=True)
 
     # -- watching, talking --------------------------------------------------------------------
@@ -677,12 +637,10 @@ class GameService:
         vacation = Vacation(user_id=user.id, starts_at=self.now,
                             ends_at=self.now + timedelta(days=days))
         self.session.add(vacation)
-        self.session.flush()
         self._reschedule(user)
         return vacation
 
     def _reschedule(self, user: User) -> None:
-        self.session.flush()
         boards = self.session.scalars(
             select(Board).join(BoardPlayer)
             .where(BoardPlayer.user_id == user.id, Board.status == BoardStatus.ACTIVE)

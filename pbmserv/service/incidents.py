@@ -44,7 +44,6 @@ def record(session: Session, kind: AlertKind, detail: str, now: datetime,
         alert = Alert(kind=kind, opened_at=now, last_at=now, count=1, first_detail=detail,
                       last_detail=detail, items=item or "", mailed_count=0)
         session.add(alert)
-        session.flush()
         return alert
     alert.count += 1
     alert.last_at = now

@@ -87,7 +87,6 @@ def _row(session: Session, user: User, game: str, now: datetime) -> PlayerRating
         row = PlayerRating(user_id=user.id, game=game, rating=start.rating, rd=start.rd,
                            volatility=start.volatility, rated_at=now)
         session.add(row)
-        session.flush()
     return row
 
 
@@ -126,7 +125,6 @@ def rate_board(session: Session, board: Board, now: datetime) -> list[Rated]:
         _store(row, rated.after, now)
         _history(session, board, seat, rated, score if seat == 0 else 1.0 - score,
                  rated.before.rating, rated.after.rating, now)
-    session.flush()
     return [rated for _, rated in done]
 
 
@@ -150,7 +148,6 @@ def restore_board(session: Session, board: Board, recorded: Sequence[tuple[float
             _store(row, rated.after, ended)
         _history(session, board, seat, rated, score if seat == 0 else 1.0 - score,
                   before, after, ended)
-    session.flush()
 
 
 def _is_rated(session: Session, board: Board) -> bool:

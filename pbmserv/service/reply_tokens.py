@@ -64,7 +64,6 @@ def server_secret(session: Session, configured: str | None) -> bytes:
     if row is None:
         row = ServerSecret(name=SECRET_NAME, value=secrets.token_hex(32))
         session.add(row)
-        session.flush()
     value = row.value.encode()
     _SECRETS[database] = value
     return value

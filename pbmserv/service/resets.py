@@ -68,7 +68,6 @@ def issue(session: Session, user: User, now: datetime) -> tuple[str | None, Pass
         session.add(row)
     row.code_hash = hash_password(code)
     row.requested_at, row.expires_at = now, now + VALID_FOR
-    session.flush()
     return code, row
 
 
@@ -89,7 +88,6 @@ def redeem(session: Session, user: User, code: str, password: str, sender: str,
             f"{VALID_FOR.days * 24} hours, and only the newest one); send 'reset "
             f"{user.userid}' for a new one", failed_keys=(key,))
     session.delete(row)
-    session.flush()
     set_password(session, user, password)
     if key in counted:
         record_success(session, key)

@@ -25,7 +25,6 @@ from sqlalchemy import bindparam, delete, or_, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import AuthThrottle
-from pbmserv.db.prepared import Prepared
 from pbmserv.mail.addresses import address_key
 
 FAILURES_BEFORE_LOCK = 5
@@ -34,9 +33,9 @@ FIRST_LOCK = timedelta(minutes=1)
 MAX_LOCK = timedelta(days=1)
 
 
-# the two keys of a password check (an IN list would be compiled afresh every time)
-_COUNTED = Prepared(select(AuthThrottle.key, AuthThrottle.locked_until).where(
-    or_(AuthThrottle.key == bindparam("account"), AuthThrottle.key == bindparam("sender"))))
+# the two keys of a password check
+_COUNTED = select(AuthThrottle.key, AuthThrottle.locked_until).where(
+    or_(AuthThrottle.key == bindparam("account"), AuthThrottle.key == bindparam("sender")))
 
 
 def account_key(userid: str) -> str:
@@ -58,8 +57,8 @@ def code_key(kind: str, userid: str, sender: str) -> str:
 
 def throttled(session: Session, account: str, sender: str) -> dict[str, datetime | None]:
     """Of the two keys, those with failures counted, and until when each is locked."""
-    return {row[0]: row[1] for row in _COUNTED.rows(
-        session.connection(), {"account": account, "sender": sender})}
+    return {row[0]: row[1] for row in session.execute(
+        _COUNTED, {"account": account, "sender": sender})}
 
 
 def lock_length(failures: int) -> timedelta:
@@ -81,7 +80,6 @@ def record_failure(session: Session, keys: Iterable[str], now: datetime) -> None
         row.last_failure_at = now
         if row.failures >= FAILURES_BEFORE_LOCK:
             row.locked_until = now + lock_length(row.failures)
-    session.flush()
 
 
 def record_success(session: Session, key: str) -> None:

@@ -42,7 +42,6 @@ from pbmserv.db.models import (
     TournamentPlayer,
     User,
 )
-from pbmserv.db.prepared import Prepared
 from pbmserv.db.status import BoardStatus, TournamentStatus
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.games.base import Outcome, RuleError, Termination
@@ -251,10 +250,9 @@ class TournamentService:
             forfeit_days=setup.forfeit_days, creator_id=user.id,
             status=TournamentStatus.OPEN, current_round=0, created_at=now)
         self.session.add(tournament)
-        self.session.flush()
+        self.session.flush()  # the tournament's id, for its first player
         self.session.add(TournamentPlayer(tournament_id=tournament.id, user_id=user.id,
                                           joined_at=now))
-        self.session.flush()
         return tournament
 
     def join(self, name: str, user: User) -> Tournament:
@@ -269,7 +267,6 @@ class TournamentService:
             raise PlayerError(f"{tournament.name} is full ({limit} players)")
         self.session.add(TournamentPlayer(tournament_id=tournament.id, user_id=user.id,
                                           joined_at=self.games.now))
-        self.session.flush()
         if tournament.max_players is not None and len(players) + 1 >= tournament.max_players:
             self._begin(tournament)
         return tournament
@@ -331,12 +328,10 @@ class TournamentService:
             raise PlayerError(f"{user.userid} does not play in {tournament.name}")
         if tournament.status is TournamentStatus.OPEN:
             self.session.delete(entry)
-            self.session.flush()
             return
         if entry.withdrawn_at is not None:
             raise PlayerError(f"{user.userid} has left {tournament.name} already")
         entry.withdrawn_at = self.games.now
-        self.session.flush()
         for board in boards:
             seat = next(p.seat for p in board.players if p.user_id == user.id)
             self.games.finish(board, Outcome(1 - seat, Termination.RESIGNATION,
@@ -356,7 +351,6 @@ class TournamentService:
                 TournamentGame(tournament_id=tournament.id, round=number, first_id=first.id,
                                second_id=second.id)
                 for number, pairs in enumerate(schedule, start=1) for first, second in pairs)
-            self.session.flush()
             tournament.current_round = len(schedule)
             self.start_waiting(tournament, START_STEP)
         else:
@@ -364,7 +358,6 @@ class TournamentService:
             wanted = tournament.rounds or max(1, math.ceil(math.log2(len(users))))
             tournament.rounds = min(wanted, possible)
             self._pair(tournament, 1)
-        self.session.flush()
 
     def _seed(self, tournament: Tournament) -> list[TournamentPlayer]:
         players = entrants(self.session, tournament)
@@ -376,9 +369,6 @@ class TournamentService:
         ordered = sorted(players, key=lambda p: -ratings.get(p.user_id, start))  # stable
         for seed, player in enumerate(ordered, start=1):
             player.seed = seed
-        # mail is processed without autoflush: the seeds must reach the database
-        # before round 1 reads the players back in seed order
-        self.session.flush()
         return ordered
 
     def _board(self, tournament: Tournament, number: int, first: User, second: User) -> None:
@@ -418,7 +408,6 @@ class TournamentService:
                 forfeited = True
                 continue
             self._start(tournament, game, first.user, second.user)
-        self.session.flush()
         if forfeited:
             self.advance(tournament)
         return len(waiting)
@@ -436,7 +425,6 @@ class TournamentService:
         if found.bye is not None:
             self.session.add(TournamentGame(tournament_id=tournament.id, round=number,
                                             first_id=found.bye, score=BYE_POINTS))
-        self.session.flush()
 
     def advance(self, tournament: Tournament) -> None:
         """After a board of the tournament finished: the next Swiss round, or the end."""
@@ -470,7 +458,6 @@ class TournamentService:
     def _finish(self, tournament: Tournament, note: str | None = None) -> None:
         tournament.status = TournamentStatus.FINISHED
         tournament.finished_at = self.games.now
-        self.session.flush()
         self.games._record(TournamentFinished(board_id=None, tournament_id=tournament.id,
                                               note=note))
 
@@ -482,13 +469,9 @@ _WAITING = (select(TournamentGame.tournament_id)
             .order_by(TournamentGame.id).limit(1))
 
 
-#: the same, asked after every round of the worker that found no mail: prepared
-_ANY_WAITING = Prepared(_WAITING)
-
-
 def boards_waiting(session: Session) -> bool:
     """Whether a tournament's game waits for its board (a start done in steps)."""
-    return _ANY_WAITING.first(session.connection(), {}) is not None
+    return session.scalar(_WAITING) is not None
 
 
 def start_waiting_boards(games: GameService, limit: int = START_STEP) -> int:
@@ -521,5 +504,4 @@ def board_finished(games: GameService, event: GameFinished) -> None:
                                 .execution_options(populate_existing=True))
     assert tournament is not None
     game.score = tournament_score(board, by)
-    session.flush()
     TournamentService(games).advance(tournament)
