@@ -29,6 +29,7 @@ from pbmserv.db.status import DigestMode
 from pbmserv.games import AnyEngine
 from pbmserv.mail.addresses import subaddress
 from pbmserv.notifications.lists import NOTIFY, SPECTATOR, list_fields
+from pbmserv.notifications.move_links import move_url
 from pbmserv.notifications.notes import (
     AnswerAsked,
     answer_asked,
@@ -208,7 +209,7 @@ class Notifier:
                          and e.seek is None for e in events)
         watchers = self._watchers(board, finished, skip=not paired)
         choices = self.choices(watchers)
-        drawn: dict[tuple[tuple[str, ...], bool, AnswerAsked | None, str], str] = {}
+        drawn: dict[tuple[tuple[str, ...], bool, str | None, AnswerAsked | None, str], str] = {}
         playing = {p.user_id for p in board.players}
         # (the sender of the mail that caused it is left out of watchers: count readers
         # who do not play, not heads)
@@ -225,13 +226,14 @@ class Notifier:
             mine = notes_for(notes, user)
             # why a reader who does not play the board gets its mail, and how to stop it
             why = "" if user.id in playing else "watch" if user.id in watching else "notify"
+            link = move_url(self.settings, reply_to) if answer is None else None
             parts = {"board": view, "new": new, "notes": mine, "comments": comments,
-                     "by_reply": reply_to is not None, "answer": answer,
+                     "by_reply": reply_to is not None, "answer": answer, "move_url": link,
                      "example": view.example, "why": why, "reader": user.userid}
             body = render("board_mail.txt.j2", summary=summary_text(view), **parts)
             html = None
             if chosen is None or chosen.html:
-                key = (tuple(mine), reply_to is not None, answer, why and why + user.userid)
+                key = (tuple(mine), reply_to is not None, link, answer, why and why + user.userid)
                 if key not in drawn:  # the same for every reader with the same notes
                     drawn[key] = html_mail(subject, render_mail_html(
                         "board_mail.html.j2", summary=summary_html(view), **parts))
@@ -262,7 +264,7 @@ class Notifier:
         reply_to = self.reply_address(board, user)
         body = render("nag.txt.j2", board=view, userid=user.userid, event=event,
                       summary=summary_text(view), by_reply=reply_to is not None, answer=None,
-                      example=view.example)
+                      example=view.example, move_url=move_url(self.settings, reply_to))
         chosen = self.choices([user]).get(user.id)
         html = self._drawn(subject.strip(), body, view) if chosen is None or chosen.html \
             else None

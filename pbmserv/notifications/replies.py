@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import Board, User
+from pbmserv.notifications.move_links import move_url
 from pbmserv.notifications.notes import AnswerAsked, Note, answer_asked, notes_for
 from pbmserv.notifications.views import BoardView, board_subject, board_view, summary_text
 from pbmserv.render import render
@@ -172,10 +173,12 @@ def compose(notifier: Notifier, sections: list[Section], *, reader: str,
         subject = f"pbmserv: {len(sections)} commands" + (f", {failed} refused" if failed else "")
     settings = notifier.settings
     reply_to, example, answer = _reply_address(notifier, sections, reader)
+    link = move_url(settings, reply_to) if answer is None else None
     body = render("reply.txt.j2", sections=sections, settings=settings,
-                  by_reply=reply_to is not None, example=example, answer=answer, **context)
+                  by_reply=reply_to is not None, example=example, answer=answer,
+                  move_url=link, **context)
     if len(body.encode()) > settings.max_reply_size:
         body = render("reply.txt.j2", sections=capped(sections, settings.max_reply_size),
                       settings=settings, by_reply=reply_to is not None, example=example,
-                      answer=answer, **context)
+                      answer=answer, move_url=link, **context)
     return Reply(subject, body, reply_to)
