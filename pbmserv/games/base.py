@@ -302,6 +302,18 @@ class Engine(ABC, Generic[P, M]):
             forced.append(auto)
             paths = [(path, m) for path, m in paths if path[depth] == pick]
 
+    def move_groups(self, pos: P) -> list[tuple[Pick, list[tuple[Pick, int]]]]:
+        """The legal moves by their first pick (the piece, stack or line end), each
+        with its second picks (the targets) and how many legal moves go on from each
+        (a slide, a split, a promotion to choose, ...); in the order of the moves."""
+        groups: dict[Pick, dict[Pick, int]] = {}
+        for move in self.legal_moves(pos):
+            path = self.move_path(pos, move)
+            seconds = groups.setdefault(path[0], {})
+            if len(path) > 1:
+                seconds[path[1]] = seconds.get(path[1], 0) + 1
+        return [(first, list(seconds.items())) for first, seconds in groups.items()]
+
     def agreed_outcome(self, pos: P) -> Outcome:
         """The result when both players agree to end the game here (default: a draw)."""
         return Outcome(None, Termination.AGREEMENT, "ended by agreement")

@@ -48,6 +48,7 @@ from pbmserv.notifications.views import (
     summary_html,
     summary_text,
 )
+from pbmserv.notifications.words import words_html, words_text
 from pbmserv.render import html_mail, render, render_mail_html
 from pbmserv.service.boards import (
     engine_of,
@@ -209,7 +210,8 @@ class Notifier:
                          and e.seek is None for e in events)
         watchers = self._watchers(board, finished, skip=not paired)
         choices = self.choices(watchers)
-        drawn: dict[tuple[tuple[str, ...], bool, str | None, AnswerAsked | None, str], str] = {}
+        drawn: dict[tuple[tuple[str, ...], bool, str | None, AnswerAsked | None, str, bool],
+                    str] = {}
         playing = {p.user_id for p in board.players}
         # (the sender of the mail that caused it is left out of watchers: count readers
         # who do not play, not heads)
@@ -230,13 +232,17 @@ class Notifier:
             parts = {"board": view, "new": new, "notes": mine, "comments": comments,
                      "by_reply": reply_to is not None, "answer": answer, "move_url": link,
                      "example": view.example, "why": why, "reader": user.userid}
-            body = render("board_mail.txt.j2", summary=summary_text(view), **parts)
+            words = chosen is not None and chosen.words
+            body = render("board_mail.txt.j2", summary=summary_text(view),
+                          words=words_text(view) if words else "", **parts)
             html = None
             if chosen is None or chosen.html:
-                key = (tuple(mine), reply_to is not None, link, answer, why and why + user.userid)
+                key = (tuple(mine), reply_to is not None, link, answer, why and why + user.userid,
+                       words)
                 if key not in drawn:  # the same for every reader with the same notes
                     drawn[key] = html_mail(subject, render_mail_html(
-                        "board_mail.html.j2", summary=summary_html(view), **parts))
+                        "board_mail.html.j2", summary=summary_html(view),
+                        words=words_html(view, mail=True) if words else "", **parts))
                 html = drawn[key]
             listed = None if not why else list_fields(
                 self.session, self.settings, SPECTATOR if why == "watch" else NOTIFY, user,
@@ -262,10 +268,13 @@ class Notifier:
         view = board_view(self.session, engine, board)
         subject = render("subjects/nag.txt.j2", board=view, userid=user.userid)
         reply_to = self.reply_address(board, user)
-        body = render("nag.txt.j2", board=view, userid=user.userid, event=event,
-                      summary=summary_text(view), by_reply=reply_to is not None, answer=None,
-                      example=view.example, move_url=move_url(self.settings, reply_to))
         chosen = self.choices([user]).get(user.id)
+        summary = summary_text(view)
+        if chosen is not None and chosen.words:
+            summary += "\n" + words_text(view)
+        body = render("nag.txt.j2", board=view, userid=user.userid, event=event,
+                      summary=summary, by_reply=reply_to is not None, answer=None,
+                      example=view.example, move_url=move_url(self.settings, reply_to))
         html = self._drawn(subject.strip(), body, view) if chosen is None or chosen.html \
             else None
         self._send(user, subject.strip(), body, reply_to=reply_to, html=html)

@@ -29,6 +29,7 @@ from pbmserv.games.base import Choosing, RuleError
 from pbmserv.notifications.drawing import Links, Marks, drawn_html
 from pbmserv.notifications.move_links import PICKS, mailto, page_path, reply_header
 from pbmserv.notifications.views import board_subject, board_view
+from pbmserv.notifications.words import words_html
 from pbmserv.service.boards import engine_of, position_of
 from pbmserv.service.move_asks import AskState, move_ask
 from pbmserv.service.reply_tokens import server_secret
@@ -67,7 +68,8 @@ class MovePages:
             engine = engine_of(board)
             view = board_view(session, engine, board)
             context: dict[str, Any] = {"board": view, "state": ask.state, "tag": tag,
-                                       "userid": ask.user.userid, "page_path": page_path}
+                                       "userid": ask.user.userid, "page_path": page_path,
+                                       "words": words_html(view)}
             if ask.state is AskState.ANSWER:
                 subject = "Re: " + board_subject(view)
                 context["answers"] = {word: mailto(self.settings, tag, subject, word + "\r\n")

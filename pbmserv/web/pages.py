@@ -20,6 +20,7 @@ from pbmserv.games import ENGINES, AnyEngine, get_engine
 from pbmserv.notifications.drawing import board_diagram_html, drawn_html
 from pbmserv.notifications.move_links import page_path
 from pbmserv.notifications.views import board_view, status_line
+from pbmserv.notifications.words import words_html
 from pbmserv.ratings import PROVISIONAL_RD, format_rating
 from pbmserv.render import render_html
 from pbmserv.service.accounts import shown_user, similar_userid
@@ -132,6 +133,7 @@ class Pages:
                        else board_diagram_html(session, engine, board, ply))
             return self._page("board.html.j2", board=view, ply=ply, moves=moves,
                               shown=moves.get(ply), diagram=diagram, move_link=move_link,
+                              words=words_html(view) if ply == view.ply else None,
                               tournament=queries.tournament_of(session, board))
 
     def _board(self, session: Session, engine: AnyEngine, number: int) -> Board:
