@@ -88,7 +88,7 @@ def test_the_board_mail_links_to_the_move_page_and_its_mail_plays_the_move(
     mail = start(web_mailer)
     path = page_of(mail)
     # the text part: one line of words and the address; the HTML part: a link
-    assert f"clicking, on a page made for you that writes the reply:\n{WEB}{path}\n" in mail.body
+    assert f"clicking, on a page that writes the reply for you:\n{WEB}{path}\n" in mail.body
     assert mail.html_body is not None and f'<a href="{WEB}{path}"' in mail.html_body
     assert mail.reply_to is not None and path.endswith(mail.reply_to.split("+")[1].split("@")[0])
     # bob, not to move, gets no link
