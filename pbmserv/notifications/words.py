@@ -25,9 +25,10 @@ from pbmserv.render import render, render_html, render_mail_html
 KINDS = ("king", "kernel", "queen", "rook", "bishop", "knight", "pawn", "piece")
 
 
-def words_of(view: BoardView) -> dict[str, Any]:
-    """The board of ``view`` in plain data, for templates/words/ (worked out once)."""
-    return drawn_once(view, "words", lambda: _words(view))
+def words_of(view: BoardView, *, moves: bool = True) -> dict[str, Any]:
+    """The board of ``view`` in plain data, for templates/words/ (worked out once);
+    without ``moves``, the legal moves are left out (the engine lists none)."""
+    return drawn_once(view, ("words", moves), lambda: _words(view, moves))
 
 
 def words_text(view: BoardView) -> str:
@@ -36,12 +37,13 @@ def words_text(view: BoardView) -> str:
         "words/board.txt.j2", board=view, words=words_of(view)))
 
 
-def words_html(view: BoardView, *, mail: bool = False) -> Markup:
+def words_html(view: BoardView, *, mail: bool = False, moves: bool = True) -> Markup:
     """The board in words in HTML (words/board.html.j2): for mail, its elements carry
-    their styles (render.render_mail_html)."""
+    their styles (render.render_mail_html); without ``moves``, the legal moves are
+    left out (a board's public page: its player's move page lists them)."""
     draw = render_mail_html if mail else render_html
-    return drawn_once(view, ("words-html", mail), lambda: draw(
-        "words/board.html.j2", board=view, words=words_of(view)))
+    return drawn_once(view, ("words-html", mail, moves), lambda: draw(
+        "words/board.html.j2", board=view, words=words_of(view, moves=moves)))
 
 
 def _side(cells: list[dict[str, Any]], seat: str) -> dict[str, Any]:
@@ -67,7 +69,7 @@ def _sorted(names: list[str]) -> list[str]:
     return sorted(names, key=_key)
 
 
-def _words(view: BoardView) -> dict[str, Any]:
+def _words(view: BoardView, listed: bool) -> dict[str, Any]:
     engine = get_engine(view.game)
     if engine is None or view.state is None:
         raise LookupError(f"the game {view.game!r} is not installed")
@@ -85,7 +87,7 @@ def _words(view: BoardView) -> dict[str, Any]:
         last = {"ply": view.ply, "notation": view.rows[-1][1][-1], "seat": seat,
                 "userid": userids.get(seat, "")}
     by_name = {c["name"]: c for c in cells}
-    groups = [] if view.finished else sorted(engine.move_groups(view.state),
+    groups = [] if view.finished or not listed else sorted(engine.move_groups(view.state),
                                              key=lambda group: _key(group[0].value))
     moves = [{"from": first, "cell": by_name.get(first.cell or ""),
               "to": sorted(seconds, key=lambda s: _key(s[0].cell) if s[0].cell else ("", 0))}

@@ -133,7 +133,8 @@ class Pages:
                        else board_diagram_html(session, engine, board, ply))
             return self._page("board.html.j2", board=view, ply=ply, moves=moves,
                               shown=moves.get(ply), diagram=diagram, move_link=move_link,
-                              words=words_html(view) if ply == view.ply else None,
+                              words=words_html(view, moves=False) if ply == view.ply
+                              else None,
                               tournament=queries.tournament_of(session, board))
 
     def _board(self, session: Session, engine: AnyEngine, number: int) -> Board:
