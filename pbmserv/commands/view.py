@@ -74,8 +74,8 @@ class Show(Command):
             return user_boards(ctx, inv, ref, which)
         words = len(inv.args) > 1
         if words and inv.args[1].lower() != "-words":
-            raise PlayerError(f"after the board number, only -words may follow, not "
-                              f"{inv.args[1][:20]}", usage=True)
+            raise PlayerError(render("commands/show_refused.txt.j2", why="extra",
+                                     word=inv.args[1][:20]).strip(), usage=True)
         number, at = parse_board_ref(ref)
         board = load_board(ctx.session, engine, number)
         if at is None:
@@ -88,8 +88,8 @@ class Show(Command):
                 ctx.budget.charge(MOVES_LIST_COST, f"the board {board.number} in words")
                 text += "\n" + words_text(view)
         elif words:
-            raise PlayerError(f"the board in words is given for the board as it stands: "
-                              f"write {engine.name} show {number} -words", usage=True)
+            raise PlayerError(render("commands/show_refused.txt.j2", why="words-at",
+                                     game=engine.name, number=number).strip(), usage=True)
         else:
             position = position_at(ctx.session, engine, board, at, ctx.budget)
             text = render("commands/show_at.txt.j2", engine=engine, board=board, ply=at,

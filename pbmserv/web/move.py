@@ -30,6 +30,7 @@ from pbmserv.notifications.drawing import Links, Marks, drawn_html
 from pbmserv.notifications.move_links import PICKS, mailto, page_path, reply_header
 from pbmserv.notifications.views import board_subject, board_view
 from pbmserv.notifications.words import words_html
+from pbmserv.render import render
 from pbmserv.service.boards import engine_of, position_of
 from pbmserv.service.move_asks import AskState, move_ask
 from pbmserv.service.reply_tokens import server_secret
@@ -38,8 +39,11 @@ from pbmserv.web.pages import page
 #: the longest token and list of picks read from an address
 MAX_TAG = 100
 MAX_PICKS = 600
-NOT_VALID = ("This move page's address is not one this server made, or it was cut short: "
-             "open the link of your newest board mail again.")
+
+
+def refused(why: str) -> str:
+    """Why a move page is refused, in words (web/move_refused.txt.j2)."""
+    return render("web/move_refused.txt.j2", why=why).strip()
 
 
 def picks_of(text: str) -> tuple[str, ...]:
@@ -47,8 +51,7 @@ def picks_of(text: str) -> tuple[str, ...]:
     list."""
     if len(text) > MAX_PICKS or not ((text.isascii() and text.replace(",", "").isalnum())
                                      or text == ""):
-        raise HTTPException(400, "the picks of a move page are letters and numbers "
-                                 "joined by commas")
+        raise HTTPException(400, refused("picks"))
     return tuple(p for p in text.lower().split(",") if p)
 
 
@@ -63,7 +66,7 @@ class MovePages:
         with self.db.reading() as session:
             ask = move_ask(session, server_secret(session, self.settings.secret), tag)
             if ask is None:
-                raise HTTPException(404, NOT_VALID)
+                raise HTTPException(404, refused("not-valid"))
             board = ask.board
             engine = engine_of(board)
             view = board_view(session, engine, board)
