@@ -94,7 +94,8 @@ def test_the_board_mail_links_to_the_move_page_and_its_mail_plays_the_move(
     # bob, not to move, gets no link
     assert "/move/" not in [m for m in _outbox(db) if m.to_addr == "bob@example.org"][-1].body
     first = client.get(path)
-    assert first.status_code == 200
+    assert first.status_code == 200 and first.headers["x-robots-tag"] == "noindex, nofollow"
+    assert first.headers["referrer-policy"] == "no-referrer"  # the token stays here
     assert "<h2 id=\"ask\">Pick the end of the line to push from</h2>" in first.text
     ends = links(first.text)
     assert [t for _, t in ends][:3] == ["a1: Red piece", "a2: Red king", "a3: Red piece"]

@@ -61,6 +61,12 @@ class MovePages:
         self.settings = settings
 
     def show(self, request: Request) -> HTMLResponse:
+        response = self._show(request)
+        # a page made for one player: kept out of search engines' indexes
+        response.headers["X-Robots-Tag"] = "noindex, nofollow"
+        return response
+
+    def _show(self, request: Request) -> HTMLResponse:
         tag = str(request.path_params["tag"])[:MAX_TAG]
         picks = picks_of(request.query_params.get(PICKS, ""))
         with self.db.reading() as session:
