@@ -23,6 +23,7 @@ from pbmserv.db.models import Move, OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.web import create_app
 from tests.conftest import Mailer
+from tests.test_clocks import clock_mails, time_passes
 
 WEB = "https://games.example.org"
 LINK = re.compile(re.escape(WEB) + r"(/move/[a-z0-9-]+)")
@@ -127,6 +128,17 @@ def test_the_board_mail_links_to_the_move_page_and_its_mail_plays_the_move(
 def _outbox(db: Database) -> list[OutboxMessage]:
     with db.reading() as session:
         return list(session.scalars(select(OutboxMessage).order_by(OutboxMessage.id)))
+
+
+def test_a_reminder_links_to_the_move_page_too(web_mailer: Mailer, db: Database,
+                                               client: TestClient) -> None:
+    path = page_of(start(web_mailer))
+    time_passes(db, 8)
+    [nag] = [m for m in clock_mails(db, web_mailer.settings) if m.subject.startswith("Nag")]
+    assert page_of(nag) == path  # the same move asked: the same page
+    assert nag.html_body is not None and f'<a href="{WEB}{path}">Pick your move by clicking' \
+        in nag.html_body
+    assert client.get(path).status_code == 200
 
 
 def test_a_new_password_revokes_the_page(web_mailer: Mailer, client: TestClient) -> None:

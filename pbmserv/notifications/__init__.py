@@ -250,16 +250,18 @@ class Notifier:
             self._send(user, subject, body, reply_to=reply_to, html=html, listed=listed,
                        unasked=challenged)
 
-    def _drawn(self, subject: str, body: str, view: BoardView) -> str | None:
+    def _drawn(self, subject: str, body: str, view: BoardView,
+               link: str | None = None) -> str | None:
         """A text mail that shows the board's summary as HTML, the board drawn in place
-        of the text board (None if the text holds no summary of it)."""
+        of the text board (None if the text holds no summary of it); ``link``: the
+        reader's move page, linked above the board."""
         summary = summary_text(view)
         if summary not in body:
             return None
         before, after = body.split(summary, 1)
         return html_mail(subject, render_mail_html(
             "text_with_board.html.j2", before=before.rstrip("\n"), after=after.strip("\n"),
-            summary=summary_html(view)))
+            summary=summary_html(view), move_url=link))
 
     def _nag(self, engine: AnyEngine, board: Board, event: NagDue) -> None:
         user = player_of(board, event.seat)
@@ -272,10 +274,11 @@ class Notifier:
         summary = summary_text(view)
         if chosen is not None and chosen.words:
             summary += "\n" + words_text(view)
+        link = move_url(self.settings, reply_to)
         body = render("nag.txt.j2", board=view, userid=user.userid, event=event,
                       summary=summary, by_reply=reply_to is not None, answer=None,
-                      example=view.example, move_url=move_url(self.settings, reply_to))
-        html = self._drawn(subject.strip(), body, view) if chosen is None or chosen.html \
+                      example=view.example, move_url=link)
+        html = self._drawn(subject.strip(), body, view, link) if chosen is None or chosen.html \
             else None
         self._send(user, subject.strip(), body, reply_to=reply_to, html=html)
 
