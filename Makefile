@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint check clean bench
+.PHONY: run test lint check clean bench axe
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,16 @@ run: $(STAMP)
 	    $(BIN)/pbmserv serve $(if $(PORT),--smtp 127.0.0.1:$(PORT)) \
 	    $(if $(WEB),--web 127.0.0.1:$(WEB))
 
+# axe-core (npm), which the browser tests run in the pages (tests/accessibility.py):
+# installed into .cache/axe, a pinned version; CI installs it and fails if it cannot
+AXE_CORE ?= 4.11.0
+axe: .cache/axe/node_modules/axe-core/axe.min.js
+.cache/axe/node_modules/axe-core/axe.min.js:
+	mkdir -p .cache/axe
+	npm install --prefix .cache/axe --no-save --no-audit --no-fund --ignore-scripts \
+	    axe-core@$(AXE_CORE)
+	test -s $@
+
 test: $(STAMP)
 	$(BIN)/ruff check pbmserv tests bench migrations
 	$(BIN)/mypy
@@ -44,4 +54,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/attacks.py
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache .cache

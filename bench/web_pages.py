@@ -35,6 +35,7 @@ from pbmserv.games import ENGINES, AnyEngine, get_engine  # noqa: E402
 from pbmserv.service.accounts import open_account  # noqa: E402
 from pbmserv.service.boards import load_board, position_of  # noqa: E402
 from pbmserv.service.games import GameService  # noqa: E402
+from pbmserv.service.reply_tokens import ReplyToken, make_token, server_secret  # noqa: E402
 from pbmserv.service.tournaments import Setup, TournamentService  # noqa: E402
 from pbmserv.tournaments import TournamentKind  # noqa: E402
 from pbmserv.web import create_app  # noqa: E402
@@ -118,6 +119,25 @@ def seeks_and_tournament(db: Database) -> None:
         tournaments.start("bench", people[0])
 
 
+def move_page(db: Database, game: str, number: int) -> str:
+    """The move page of the player to move on a board (the link of their board mail)."""
+    e = engine(game)
+    with db.transaction() as session:
+        board = load_board(session, e, number)
+        user = board.players[board.to_move].user
+        token = make_token(server_secret(session, None),
+                           ReplyToken(board.id, user.id, board.ply + 1, board.takebacks),
+                           user.credential_changes)
+    return f"/move/{token}"
+
+
+def waiting(db: Database, numbers: list[int], game: str = "honeydonuts") -> int:
+    """The first of these boards of ``game`` still in play."""
+    e = engine(game)
+    with db.reading() as session:
+        return next(n for n in numbers if not load_board(session, e, n).finished)
+
+
 def highest(db: Database, game: str) -> int:
     with db.reading() as session:
         return int(session.scalar(select(func.max(Board.number)).where(Board.game == game))
@@ -144,6 +164,8 @@ def build(work: Path, boards: int) -> tuple[Database, dict[str, str]]:
     shuffle(db, long_game, 1000)
     nihil = highest(db, "exnihilo")
     play_random(db, "exnihilo", nihil, 30, rng)
+    for number in range(nihil - 5, nihil):  # boards in play at move 10 (or so)
+        play_random(db, "exnihilo", number, 10, rng)
     seeks_and_tournament(db)
     print(f"moves, results and a tournament added; {time.monotonic() - started:.0f} s in all",
           flush=True)
@@ -166,6 +188,20 @@ def build(work: Path, boards: int) -> tuple[Database, dict[str, str]]:
         "the same player, a page in the middle": f"/players/p7?before={middle_id}",
         "tournaments": "/tournaments",
         "a round robin of 8": "/tournaments/bench",
+    }
+    # the move pages (issue 39): Amoeba's thousand moves a position, its slides listed
+    fresh = highest(db, "amoeba") - 4
+    amoeba = move_page(db, "amoeba", fresh)
+    long_moves = move_page(db, "amoeba", long_game)
+    pages |= {
+        "move page: Amoeba, the pieces (1,098 legal turns)": amoeba,
+        "move page: Amoeba, the slides after e2-e4": f"{amoeba}?p=e2,e4",
+        "move page: Amoeba, the preview of e2-e4,b3-b4": f"{amoeba}?p=e2,e4,b3,b4",
+        "move page: Amoeba at move 1000, the pieces": long_moves,
+        "move page: Ex nihilo at move 10": move_page(
+            db, "exnihilo", waiting(db, list(range(nihil - 5, nihil)), "exnihilo")),
+        "move page: Honey Donuts at move 30": move_page(db, "honeydonuts",
+                                                        waiting(db, played[100:])),
     }
     return db, pages
 

@@ -566,7 +566,8 @@ class Settings:
     #: None: links and redirects give the path alone
     web_url: str | None = setting(
         None, _url, "where the web pages are seen from outside (https://...), for the "
-        "one-click unsubscribe link and redirects; empty: none")
+        "one-click unsubscribe link, the board mails' links to move pages and redirects; "
+        "empty: none")
     confirm_hours: int = setting(
         24, _limit, "hours a new account, or a new address, may wait for the answer to its "
         "confirmation mail before it lapses (the account's userid is free again)",

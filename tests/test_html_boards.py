@@ -74,10 +74,12 @@ def test_every_board_is_drawn_as_a_table_of_its_cells(name: str, plies: int) -> 
 def test_amoeba_start_shows_the_pieces_in_their_colours() -> None:
     e = engine("amoeba")
     html = diagram_html(e, e.new())
-    assert html.count('<span class="white">♙</span>') == 8
-    assert html.count('<span class="black">♟\ufe0e</span>') == 8
-    assert '<td class="sq dark" title="a1: White rook"><span class="white">♖</span>' in html
-    assert 'title="e9: Black king"><span class="black">♚</span>' in html
+    assert html.count('<span class="white" aria-hidden="true">♙</span>') == 8
+    assert html.count('<span class="black" aria-hidden="true">♟\ufe0e</span>') == 8
+    assert ('<td class="sq dark" title="a1, White rook" aria-label="a1, White rook">'
+            '<span class="white" aria-hidden="true">♖</span>') in html
+    assert 'aria-label="e9, Black king"><span class="black" aria-hidden="true">♚</span>' in html
+    assert 'aria-label="b4, a hole"></td>' in html and 'aria-label="e3, empty"' in html
     assert html.count('class="sq hole') == sum(
         cell == "###" for row in e.view(e.new())["rows"] for cell in row["cells"])
 
@@ -105,10 +107,13 @@ def test_tall_stacks_are_drawn_whole_and_compared_whole() -> None:
               "tall": [{"mark": "[1]", "name": "a1", "stack": "wwbb"}]}
     marks = squares(view, before)
     assert [s.touched for s in marks[0]] == [True, False]
-    html = render_html("boards/exnihilo.html.j2", view=view, squares=marks, cells=HexCells())
+    html = render_html("boards/exnihilo.html.j2", view=view, squares=marks, cells=HexCells(),
+                       links={}, marks={})
     # drawn top piece first: w b b w w
-    assert re.findall(r'<span class="pc (wh|bk)">', html)[:5] == ["wh", "bk", "bk", "wh", "wh"]
-    assert 'title="a1: White, White, Black, Black, White (bottom first)"' in html
+    assert re.findall(r'<span class="pc (wh|bk)" aria-hidden="true">', html)[:5] == [
+        "wh", "bk", "bk", "wh", "wh"]
+    assert ('aria-label="a1, a stack of 5, bottom first: White, White, Black, Black, '
+            'White"') in html
 
 
 def test_render_html_escapes_and_mail_has_its_styles_in_the_elements() -> None:
@@ -118,7 +123,8 @@ def test_render_html_escapes_and_mail_has_its_styles_in_the_elements() -> None:
     assert "<style" not in page
     assert re.search(r'<table class="board amoeba" style="[^"]*border-collapse: ?collapse', page)
     assert re.search(r'<td class="label" style="[^"]*color: ?#555555', page)
-    assert re.search(r'<td class="sq dark" title="a1: White rook" style="[^"]*'
+    assert re.search(r'<td class="sq dark" title="a1, White rook" aria-label="a1, White rook" '
+                     r'style="[^"]*'
                      r"background-color: #b58863", page)
     check_safe_html(page)
     # the web's drawing carries no styles: its page has the style sheet

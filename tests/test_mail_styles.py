@@ -188,11 +188,13 @@ def test_every_html_mail_is_styled_as_inlined(name: str, flags: str, mailer: Mai
                                               db: Database, monkeypatch: pytest.MonkeyPatch
                                               ) -> None:
     """Board mails of a whole game (new board, moves with comments, an offer and a
-    request answered, a watcher and a reader of finished games, a nag, the end)."""
+    request answered, a watcher and a reader of finished games, a nag, the end; bob's
+    with the board in words)."""
     twins = Twins(monkeypatch)
     e = engine(name)
     mailer.signup("alice", "bob", "carol", "dave")
     mailer.reply(f"{name} notify dave pw-dave on", sender="dave@example.org")
+    mailer.reply("notify bob pw-bob words on", sender="bob@example.org")
     mailer.reply(f"{name} challenge alice bob{flags}")
     mailer.reply(f"{name} subscribe 101 carol pw-carol", sender="carol@example.org")
     rng = random.Random(name + flags)

@@ -157,7 +157,7 @@ def test_stepping_through_the_moves(site: Site) -> None:
     last = get(site, "/boards/honeydonuts/101?ply=2")
     assert cells(last) == cells(get(site, "/boards/honeydonuts/101"))
     assert cells(start) != cells(first) != cells(last)
-    assert "e3: white piece" in cells(first)[2] or "e3: Blue piece" in cells(first)[2]
+    assert "e3, white piece" in cells(first)[2] or "e3, Blue piece" in cells(first)[2]
 
 
 def test_a_finished_board_shows_its_result_and_ratings(site: Site) -> None:

@@ -213,8 +213,9 @@ class VacationCommand(Command):
 @command
 class MailPreferences(Command):
     name = "notify"
-    arguments = "userid password [html on|off | digest daily|twice|off [HOUR]]"
-    summary = ("how your mail comes: 'html off' for plain text only; 'digest daily' (or "
+    arguments = "userid password [html on|off | words on|off | digest daily|twice|off [HOUR]]"
+    summary = ("how your mail comes: 'html off' for plain text only; 'words on' adds the "
+               "board in words, for a screen reader; 'digest daily' (or "
                "'twice') for one mail a day (or two) listing the boards that wait for your "
                "move, instead of a mail per move, at HOUR o'clock UTC (default 18); with "
                "nothing after the password, how it stands")
@@ -229,6 +230,8 @@ class MailPreferences(Command):
         chosen = ctx.session.get(MailPrefs, user.id)
         if words[:1] == ["html"] and words[1:] in (["on"], ["off"]):
             chosen = mail_prefs.set_html(ctx.session, user, words[1] == "on")
+        elif words[:1] == ["words"] and words[1:] in (["on"], ["off"]):
+            chosen = mail_prefs.set_words(ctx.session, user, words[1] == "on")
         elif words[:1] == ["digest"] and len(words) in (2, 3) \
                 and words[1] in {m.value for m in DigestMode}:
             hour = None
@@ -238,11 +241,12 @@ class MailPreferences(Command):
                     raise PlayerError("the digest hour is a whole hour from 0 to 23 (UTC)")
             chosen = mail_prefs.set_digest(ctx.session, user, DigestMode(words[1]), hour, now)
         elif words:
-            raise PlayerError("write 'html on', 'html off', 'digest daily', 'digest twice' "
-                              "or 'digest off' (a digest may end with its hour, 0 to 23)",
-                              usage=True)
+            raise PlayerError("write 'html on', 'html off', 'words on', 'words off', 'digest "
+                              "daily', 'digest twice' or 'digest off' (a digest may end with "
+                              "its hour, 0 to 23)", usage=True)
         return Result(render("commands/mail_prefs.txt.j2", user=user,
                              html=chosen.html if chosen else True,
+                             words=chosen.words if chosen else False,
                              digest=chosen.digest if chosen else DigestMode.OFF,
                              hour=chosen.digest_hour if chosen else mail_prefs.DEFAULT_HOUR,
                              next_at=chosen.digest_next_at if chosen else None),

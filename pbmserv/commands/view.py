@@ -9,7 +9,14 @@ from pbmserv.commands.base import Command, Context, Invocation, Result, command
 from pbmserv.db.models import Board, BoardPlayer
 from pbmserv.db.status import BoardStatus
 from pbmserv.games.base import RuleError
-from pbmserv.notifications.views import LISTED_ROUNDS, board_summary, diagram, status_line
+from pbmserv.notifications.views import (
+    LISTED_ROUNDS,
+    board_view,
+    diagram,
+    status_line,
+    summary_text,
+)
+from pbmserv.notifications.words import words_text
 from pbmserv.render import render
 from pbmserv.service.accounts import existing_user
 from pbmserv.service.boards import load_board, position_at, position_of
@@ -51,8 +58,9 @@ def user_boards(ctx: Context, inv: Invocation, userid: str, which: str) -> Resul
 class Show(Command):
     name = "show"
     per_game = True
-    arguments = "board[#n] | userid [active|all|inactive|next]"
-    summary = "the board (as it was after move n if given), or a player's boards"
+    arguments = "board[#n] [-words] | userid [active|all|inactive|next]"
+    summary = ("the board (as it was after move n if given; -words: described in words "
+               "too, for a screen reader), or a player's boards")
     numbered_args = (0,)
     min_args = 1
     max_args = 2
@@ -64,13 +72,24 @@ class Show(Command):
         if not head.isascii() or not head.isdigit():
             which = inv.args[1].lower() if len(inv.args) > 1 else "active"
             return user_boards(ctx, inv, ref, which)
+        words = len(inv.args) > 1
+        if words and inv.args[1].lower() != "-words":
+            raise PlayerError(render("commands/show_refused.txt.j2", why="extra",
+                                     word=inv.args[1][:20]).strip(), usage=True)
         number, at = parse_board_ref(ref)
         board = load_board(ctx.session, engine, number)
         if at is None:
             listed = min(board.ply, LISTED_ROUNDS * len(engine.seats))
             ctx.budget.charge(1 + listed // LISTED_MOVES_PER_UNIT,
                               f"listing the {listed:,} moves of board {board.number}")
-            text = board_summary(ctx.session, engine, board, full=True)
+            view = board_view(ctx.session, engine, board, full=True)
+            text = summary_text(view)
+            if words:
+                ctx.budget.charge(MOVES_LIST_COST, f"the board {board.number} in words")
+                text += "\n" + words_text(view)
+        elif words:
+            raise PlayerError(render("commands/show_refused.txt.j2", why="words-at",
+                                     game=engine.name, number=number).strip(), usage=True)
         else:
             position = position_at(ctx.session, engine, board, at, ctx.budget)
             text = render("commands/show_at.txt.j2", engine=engine, board=board, ply=at,

@@ -498,6 +498,8 @@ class MailPrefs(Base):
 
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
     html: Mapped[bool] = mapped_column(default=True)
+    #: the board in words with every board mail (notifications.words)
+    words: Mapped[bool] = mapped_column(default=False)
     digest: Mapped[DigestMode] = mapped_column(StrEnumType(DigestMode), default=DigestMode.OFF)
     #: the hour (UTC) of the digest; the second one, with TWICE, comes 12 hours later
     digest_hour: Mapped[int] = mapped_column(default=18)

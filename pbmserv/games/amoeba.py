@@ -21,6 +21,8 @@ from pbmserv.games.base import (
     IllegalMoveError,
     MoveSyntaxError,
     Outcome,
+    Pick,
+    PickKind,
     Termination,
 )
 
@@ -649,6 +651,34 @@ class Amoeba(Engine[Position, Turn]):
         ko = tuple(data["ko"]) if "ko" in data else None
         return Position(data["cells"], int(data["turn"]), tuple(data["options"]),
                         (ko[0], ko[1]) if ko else None)
+
+    def move_path(self, pos: Position, move: Turn) -> tuple[Pick, ...]:
+        """The piece, its target, the square that slides (or none) and its hole, and
+        what a promoting pawn becomes."""
+        name = pos.geo.name
+        picks = [Pick(PickKind.PIECE, name(move.frm)), Pick(PickKind.TARGET, name(move.to))]
+        if move.slide is None:
+            picks.append(Pick(PickKind.SLIDE, "none"))
+        else:
+            picks += [Pick(PickKind.SLIDE, name(move.slide[0])),
+                      Pick(PickKind.HOLE, name(move.slide[1]))]
+        if move.promotion:
+            picks.append(Pick(PickKind.PROMOTION, move.promotion))
+        return tuple(picks)
+
+    def describe(self, pos: Position) -> dict[str, Any]:
+        geo = pos.geo
+        cells = []
+        for r in reversed(range(geo.height)):
+            for f in range(geo.width):
+                c = r * geo.width + f
+                piece = pos.cells[c]
+                owner = "" if piece in (HOLE, EMPTY) else self.seats[0 if piece.isupper() else 1]
+                cells.append({"name": geo.name(c), "hole": piece == HOLE, "owner": owner,
+                              "pieces": [[owner, NAMES[piece.upper()]]] if owner else []})
+        return {"to_move": self.seats[pos.turn], "cells": cells,
+                "check": self.in_check(pos),
+                "slid": [geo.name(pos.ko[0]), geo.name(pos.ko[1])] if pos.ko else None}
 
     def view(self, pos: Position) -> dict[str, Any]:
         geo = pos.geo

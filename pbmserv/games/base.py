@@ -73,6 +73,79 @@ class GameOption:
     summary: str
 
 
+class PickKind(StrEnum):
+    """What one choice on the way to a move names (``Engine.move_path``); a template
+    words it.  The kinds marked "a cell" name a cell of the board by its name."""
+
+    #: a cell: the piece or stack to move (Ex nihilo: an empty cell grows a new stack)
+    PIECE = "piece"
+    #: a cell: where it goes (Hexamoeba: where the top piece lands)
+    TARGET = "target"
+    #: how many pieces of the stack move: "all" or a number
+    COUNT = "count"
+    #: "whole" or "split": the stack moves whole, or is dealt out a piece a cell
+    SPLIT = "split"
+    #: a cell whose square slides, or "none"
+    SLIDE = "slide"
+    #: a cell: the hole the square slides into
+    HOLE = "hole"
+    #: a piece letter: what the moved pawn becomes
+    PROMOTION = "promotion"
+    #: a cell: the flanked stack that a hostage step moves
+    HOSTAGE = "hostage"
+    #: a cell: the end of the line that is pushed
+    LINE_END = "line-end"
+    #: a cell: the one next to the line's end, the way the line moves
+    TOWARD = "toward"
+
+
+CELL_PICKS = frozenset({PickKind.PIECE, PickKind.TARGET, PickKind.SLIDE, PickKind.HOLE,
+                        PickKind.HOSTAGE, PickKind.LINE_END, PickKind.TOWARD})
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One choice on the way to a move: its kind, and what is chosen (a cell's name, a
+    word or a number, lower case but a piece letter)."""
+
+    kind: PickKind
+    value: str
+
+    @property
+    def cell(self) -> str | None:
+        """The cell it names, if it names one."""
+        return self.value if self.kind in CELL_PICKS and self.value != "none" else None
+
+
+M_co = TypeVar("M_co", covariant=True)
+
+
+@dataclass(frozen=True)
+class Choosing(Generic[M_co]):
+    """Where a player stands in choosing a move a pick at a time (``Engine.choose``)."""
+
+    #: the picks made, in order; ``forced[i]``: pick i was the only one possible, and
+    #: was made for the player
+    picked: tuple[Pick, ...]
+    forced: tuple[bool, ...]
+    #: the picks possible next, each with how many legal moves follow from it (none
+    #: once a move is chosen)
+    options: tuple[tuple[Pick, int], ...]
+    #: the move the picks chose, and its notation (None until they choose one)
+    move: M_co | None
+    notation: str | None
+
+    def chosen(self) -> tuple[str, ...]:
+        """The values of the picks the player made (not those made for them): what
+        ``Engine.choose`` is given to come back here."""
+        return tuple(p.value for p, auto in zip(self.picked, self.forced, strict=True)
+                     if not auto)
+
+    def back(self) -> tuple[str, ...]:
+        """The same for the step before the player's last pick."""
+        return self.chosen()[:-1]
+
+
 P = TypeVar("P")
 M = TypeVar("M")
 
@@ -170,6 +243,76 @@ class Engine(ABC, Generic[P, M]):
     @abstractmethod
     def view(self, pos: P) -> dict[str, Any]:
         """Plain data for the board template (``boards/<name>.txt.j2``)."""
+
+    @abstractmethod
+    def describe(self, pos: P) -> dict[str, Any]:
+        """The position in plain data for a description in words (templates/words/):
+
+        ``to_move`` (a seat), ``cells``: every cell, in the order of ``view``'s rows,
+        as {"name", "pieces": [[owner seat or "", kind], ...] bottom first, "hole":
+        bool, "owner": the seat controlling what stands there or ""}; a piece's kind
+        is a lower-case word ("pawn", "king", "piece", "kernel").  A game adds what it
+        needs to be read well (Amoeba: ``check``, ``slid``; Honey Donuts: ``rings``).
+        """
+
+    @abstractmethod
+    def move_path(self, pos: P, move: M) -> tuple[Pick, ...]:
+        """The picks by which a player chooses the legal ``move`` a step at a time
+        (its piece, its target, then what else the game asks): the same picks for the
+        same move every time, and no move's picks begin another's."""
+
+    def choose(self, pos: P, picks: Sequence[str]) -> Choosing[M]:
+        """Where the picks ``picks`` (the values of the picks, in order) stand among
+        the legal moves: the picks they make, what may be picked next, or the move
+        they chose.  A step with only one possible pick is picked for the player, and
+        takes none of ``picks``.  Raises IllegalMoveError if no legal move is chosen
+        so, or picks are left over."""
+        paths = [(self.move_path(pos, m), m) for m in self.legal_moves(pos)]
+        picked: list[Pick] = []
+        forced: list[bool] = []
+        wanted = list(picks)
+        while True:
+            depth = len(picked)
+            # the moves still chosen by the picks so far
+            counts: dict[Pick, int] = {}
+            for path, _ in paths:
+                if len(path) > depth:
+                    counts[path[depth]] = counts.get(path[depth], 0) + 1
+            done = [(path, m) for path, m in paths if len(path) == depth]
+            if done:
+                if wanted:
+                    raise IllegalMoveError("the move is chosen before the last pick")
+                path, move = done[0]
+                return Choosing(tuple(picked), tuple(forced), (), move,
+                                self.format_move(pos, move))
+            if not counts:
+                raise IllegalMoveError("there is no legal move to choose")
+            if len(counts) == 1:  # the only pick possible: made for the player
+                pick, auto = next(iter(counts)), True
+            elif wanted:
+                value = wanted.pop(0).strip().lower()
+                found = [p for p in counts if p.value.lower() == value]
+                if not found:
+                    raise IllegalMoveError(f"{value[:20]} is not a choice here")
+                pick, auto = found[0], False
+            else:
+                return Choosing(tuple(picked), tuple(forced), tuple(counts.items()), None,
+                                None)
+            picked.append(pick)
+            forced.append(auto)
+            paths = [(path, m) for path, m in paths if path[depth] == pick]
+
+    def move_groups(self, pos: P) -> list[tuple[Pick, list[tuple[Pick, int]]]]:
+        """The legal moves by their first pick (the piece, stack or line end), each
+        with its second picks (the targets) and how many legal moves go on from each
+        (a slide, a split, a promotion to choose, ...); in the order of the moves."""
+        groups: dict[Pick, dict[Pick, int]] = {}
+        for move in self.legal_moves(pos):
+            path = self.move_path(pos, move)
+            seconds = groups.setdefault(path[0], {})
+            if len(path) > 1:
+                seconds[path[1]] = seconds.get(path[1], 0) + 1
+        return [(first, list(seconds.items())) for first, seconds in groups.items()]
 
     def agreed_outcome(self, pos: P) -> Outcome:
         """The result when both players agree to end the game here (default: a draw)."""

@@ -21,6 +21,8 @@ from pbmserv.games.base import (
     IllegalMoveError,
     MoveSyntaxError,
     Outcome,
+    Pick,
+    PickKind,
     Termination,
 )
 from pbmserv.games.hexgrid import DIRECTIONS, CoordinateError, HexGrid
@@ -528,6 +530,29 @@ class ExNihilo(Engine[Position, Turn]):
     def deserialize(self, text: str) -> Position:
         data = json.loads(text)
         return Position(int(data["side"]), tuple(data["cells"]), int(data["turn"]))
+
+    def move_path(self, pos: Position, move: Turn) -> tuple[Pick, ...]:
+        """For each step: the stack (an empty cell for a new one; a hostage step's the
+        flanked stack), where it goes, and for a stack of two or more how many of its
+        top pieces move ("all", or a number)."""
+        grid = pos.board.grid
+        cells = list(pos.cells)
+        picks: list[Pick] = []
+        for n, step in enumerate(move):
+            picks += [Pick(PickKind.PIECE if n == 0 else PickKind.HOSTAGE,
+                           grid.name(grid.cells[step.src])),
+                      Pick(PickKind.TARGET, grid.name(grid.cells[step.dst]))]
+            height = len(cells[step.src])
+            if height >= 2:
+                picks.append(Pick(PickKind.COUNT,
+                                  "all" if step.count == height else str(step.count)))
+            play_step(cells, pos.board, COLOURS[pos.turn], step)
+        return tuple(picks)
+
+    def describe(self, pos: Position) -> dict[str, Any]:
+        pieces: dict[str, tuple[int | None, str]] = {"w": (0, "piece"), "b": (1, "piece")}
+        return {"to_move": self.seats[pos.turn],
+                "cells": pos.board.grid.described(pos.cells, pieces, self.seats)}
 
     def view(self, pos: Position) -> dict[str, Any]:
         return pos.board.grid.stack_view(pos.cells, 4) | {"side": pos.side}

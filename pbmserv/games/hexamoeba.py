@@ -17,6 +17,8 @@ from pbmserv.games.base import (
     Engine,
     IllegalMoveError,
     Outcome,
+    Pick,
+    PickKind,
     Termination,
 )
 from pbmserv.games.hexgrid import DIRECTION_NAMES, DIRECTIONS, HexGrid
@@ -71,6 +73,8 @@ class Position:
 
 #: the seat controlling a stack, by its top piece
 CONTROL = {"w": 0, "W": 0, "b": 1, "B": 1}
+#: each piece's owner (a seat) and kind
+PIECES = {"w": (0, "piece"), "W": (0, "kernel"), "b": (1, "piece"), "B": (1, "kernel")}
 
 
 def controller(stack: str) -> int | None:
@@ -261,6 +265,21 @@ class Hexamoeba(Engine[Position, StackMove]):
         data = json.loads(text)
         return Position(tuple(data["cells"]), int(data["turn"]),
                         {str(k): int(v) for k, v in data["seen"].items()})
+
+    def move_path(self, pos: Position, move: StackMove) -> tuple[Pick, ...]:
+        """The stack, where its top piece lands, and (a stack of two or more) whole or
+        split."""
+        h = len(pos.cells[move.start])
+        end = RAYS[move.start][move.direction][h - 1]
+        picks = (Pick(PickKind.PIECE, GRID.name(GRID.cells[move.start])),
+                 Pick(PickKind.TARGET, GRID.name(GRID.cells[end])))
+        if h == 1:
+            return picks
+        return (*picks, Pick(PickKind.SPLIT, "split" if move.split else "whole"))
+
+    def describe(self, pos: Position) -> dict[str, Any]:
+        return {"to_move": self.seats[pos.turn],
+                "cells": GRID.described(pos.cells, PIECES, self.seats)}
 
     def view(self, pos: Position) -> dict[str, Any]:
         white, black = stack_counts(pos.cells)

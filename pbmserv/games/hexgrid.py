@@ -8,7 +8,7 @@ Internally a cell is an axial pair ``(col, row)`` with 0 <= col, row <= 2N-2 and
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -113,6 +113,23 @@ class HexGrid:
                         shown[k] = tall[-1]["mark"]
             rows.append({"letter": letter, "cells": shown, "numbers": list(numbers)})
         return {"rows": rows, "width": self.side * 2 - 1, "tall": tall}
+
+    def described(self, stacks: Sequence[str], pieces: Mapping[str, tuple[int | None, str]],
+                  seats: Sequence[str]) -> list[dict[str, Any]]:
+        """Every cell for ``Engine.describe``, top row first: ``pieces`` gives each
+        piece letter's owner (a seat, None for no one's) and kind; "#" is a hole, ""
+        and "." empty.  The top piece's owner controls a stack."""
+        out = []
+        for _, cells, indices, _ in self._drawn_rows:
+            for cell, i in zip(cells, indices, strict=True):
+                stack = stacks[i]
+                hole = stack == "#"
+                shown = [] if hole or stack in ("", ".") else [
+                    ["" if owner is None else seats[owner], kind]
+                    for owner, kind in (pieces[p] for p in stack)]
+                out.append({"name": self.name(cell), "hole": hole,
+                            "owner": shown[-1][0] if shown else "", "pieces": shown})
+        return out
 
     @cached_property
     def _drawn_rows(self) -> tuple[tuple[str, list[Cell], tuple[int, ...], tuple[str, ...]],

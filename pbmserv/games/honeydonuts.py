@@ -8,6 +8,7 @@ is a King, which ends the game.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -18,15 +19,21 @@ from pbmserv.games.base import (
     GameOption,
     IllegalMoveError,
     Outcome,
+    Pick,
+    PickKind,
     Termination,
 )
-from pbmserv.games.hexgrid import AXES, HexGrid
+from pbmserv.games.hexgrid import AXES, Cell, HexGrid
 
 GRID = HexGrid(3)
 HOLE = "#"
 EMPTY = "."
 OWN = ("rR", "bB")
 KINGS = ("R", "B")
+#: each piece's owner (a seat, None for the white pieces) and kind
+PIECES: dict[str, tuple[int | None, str]] = {
+    "r": (0, "piece"), "R": (0, "king"), "b": (1, "piece"), "B": (1, "king"),
+    "o": (None, "piece")}
 
 
 def _start_cells() -> str:
@@ -69,6 +76,28 @@ def _pushes() -> tuple[tuple[tuple[int, bool], ...], ...]:
 
 #: the shifts that push the piece on each cell off the board: (line, forward)
 PUSHES = _pushes()
+
+
+def _clockwise(cell: Cell) -> float:
+    """A cell's angle round the centre as drawn (rows go up, west is left), falling
+    clockwise."""
+    col, row = cell[0] - GRID.centre[0], cell[1] - GRID.centre[1]
+    return -math.atan2(row * math.sqrt(3) / 2, col - row / 2)
+
+
+def _rings() -> tuple[tuple[Cell, ...], ...]:
+    """The cells round the hole, ring by ring from the inside, each clockwise from its
+    bottom left cell."""
+    out = []
+    for distance in range(1, GRID.side):
+        ring = sorted((c for c in GRID.cells if GRID.ring(c) == distance), key=_clockwise)
+        start = min(range(len(ring)), key=lambda i: (ring[i][1], ring[i][0]))
+        out.append(tuple(ring[start:] + ring[:start]))
+    return tuple(out)
+
+
+#: the rings of cells round the hole, the inner first, each clockwise
+RINGS = _rings()
 #: the lines through each cell
 THROUGH: tuple[tuple[int, ...], ...] = tuple(
     tuple(n for n, line in enumerate(LINES) if cell in line) for cell in range(len(GRID.cells)))
@@ -275,6 +304,18 @@ class HoneyDonuts(Engine[Position, Shift]):
             data["cells"], int(data["turn"]), bool(data["simple"]),
             frozenset(data.get("seen", ())), last,
         )
+
+    def move_path(self, pos: Position, move: Shift) -> tuple[Pick, ...]:
+        """The end of the line it pushes from, and the next cell, the way it goes."""
+        line = LINES[move.line]
+        first, second = (line[0], line[1]) if move.forward else (line[-1], line[-2])
+        return (Pick(PickKind.LINE_END, GRID.name(GRID.cells[first])),
+                Pick(PickKind.TOWARD, GRID.name(GRID.cells[second])))
+
+    def describe(self, pos: Position) -> dict[str, Any]:
+        return {"to_move": self.seats[pos.turn],
+                "cells": GRID.described(pos.cells, PIECES, self.seats),
+                "rings": [[GRID.name(c) for c in ring] for ring in RINGS]}
 
     def view(self, pos: Position) -> dict[str, Any]:
         return GRID.stack_view(pos.cells, 1) | {"simple": pos.simple,

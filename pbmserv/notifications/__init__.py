@@ -29,6 +29,7 @@ from pbmserv.db.status import DigestMode
 from pbmserv.games import AnyEngine
 from pbmserv.mail.addresses import subaddress
 from pbmserv.notifications.lists import NOTIFY, SPECTATOR, list_fields
+from pbmserv.notifications.move_links import move_url
 from pbmserv.notifications.notes import (
     AnswerAsked,
     answer_asked,
@@ -47,6 +48,7 @@ from pbmserv.notifications.views import (
     summary_html,
     summary_text,
 )
+from pbmserv.notifications.words import words_html, words_text
 from pbmserv.render import html_mail, render, render_mail_html
 from pbmserv.service.boards import (
     engine_of,
@@ -208,7 +210,8 @@ class Notifier:
                          and e.seek is None for e in events)
         watchers = self._watchers(board, finished, skip=not paired)
         choices = self.choices(watchers)
-        drawn: dict[tuple[tuple[str, ...], bool, AnswerAsked | None, str], str] = {}
+        drawn: dict[tuple[tuple[str, ...], bool, str | None, AnswerAsked | None, str, bool],
+                    str] = {}
         playing = {p.user_id for p in board.players}
         # (the sender of the mail that caused it is left out of watchers: count readers
         # who do not play, not heads)
@@ -225,16 +228,21 @@ class Notifier:
             mine = notes_for(notes, user)
             # why a reader who does not play the board gets its mail, and how to stop it
             why = "" if user.id in playing else "watch" if user.id in watching else "notify"
+            link = move_url(self.settings, reply_to) if answer is None else None
             parts = {"board": view, "new": new, "notes": mine, "comments": comments,
-                     "by_reply": reply_to is not None, "answer": answer,
+                     "by_reply": reply_to is not None, "answer": answer, "move_url": link,
                      "example": view.example, "why": why, "reader": user.userid}
-            body = render("board_mail.txt.j2", summary=summary_text(view), **parts)
+            words = chosen is not None and chosen.words
+            body = render("board_mail.txt.j2", summary=summary_text(view),
+                          words=words_text(view) if words else "", **parts)
             html = None
             if chosen is None or chosen.html:
-                key = (tuple(mine), reply_to is not None, answer, why and why + user.userid)
+                key = (tuple(mine), reply_to is not None, link, answer, why and why + user.userid,
+                       words)
                 if key not in drawn:  # the same for every reader with the same notes
                     drawn[key] = html_mail(subject, render_mail_html(
-                        "board_mail.html.j2", summary=summary_html(view), **parts))
+                        "board_mail.html.j2", summary=summary_html(view),
+                        words=words_html(view, mail=True) if words else "", **parts))
                 html = drawn[key]
             listed = None if not why else list_fields(
                 self.session, self.settings, SPECTATOR if why == "watch" else NOTIFY, user,
@@ -242,16 +250,18 @@ class Notifier:
             self._send(user, subject, body, reply_to=reply_to, html=html, listed=listed,
                        unasked=challenged)
 
-    def _drawn(self, subject: str, body: str, view: BoardView) -> str | None:
+    def _drawn(self, subject: str, body: str, view: BoardView,
+               link: str | None = None) -> str | None:
         """A text mail that shows the board's summary as HTML, the board drawn in place
-        of the text board (None if the text holds no summary of it)."""
+        of the text board (None if the text holds no summary of it); ``link``: the
+        reader's move page, linked above the board."""
         summary = summary_text(view)
         if summary not in body:
             return None
         before, after = body.split(summary, 1)
         return html_mail(subject, render_mail_html(
             "text_with_board.html.j2", before=before.rstrip("\n"), after=after.strip("\n"),
-            summary=summary_html(view)))
+            summary=summary_html(view), move_url=link))
 
     def _nag(self, engine: AnyEngine, board: Board, event: NagDue) -> None:
         user = player_of(board, event.seat)
@@ -260,11 +270,15 @@ class Notifier:
         view = board_view(self.session, engine, board)
         subject = render("subjects/nag.txt.j2", board=view, userid=user.userid)
         reply_to = self.reply_address(board, user)
-        body = render("nag.txt.j2", board=view, userid=user.userid, event=event,
-                      summary=summary_text(view), by_reply=reply_to is not None, answer=None,
-                      example=view.example)
         chosen = self.choices([user]).get(user.id)
-        html = self._drawn(subject.strip(), body, view) if chosen is None or chosen.html \
+        summary = summary_text(view)
+        if chosen is not None and chosen.words:
+            summary += "\n" + words_text(view)
+        link = move_url(self.settings, reply_to)
+        body = render("nag.txt.j2", board=view, userid=user.userid, event=event,
+                      summary=summary, by_reply=reply_to is not None, answer=None,
+                      example=view.example, move_url=link)
+        html = self._drawn(subject.strip(), body, view, link) if chosen is None or chosen.html \
             else None
         self._send(user, subject.strip(), body, reply_to=reply_to, html=html)
 

@@ -24,6 +24,11 @@ from pbmserv.games import AnyEngine
 from pbmserv.render import render_html, render_mail_html
 from pbmserv.service.boards import position_at, position_of
 
+#: a cell's name -> the address a link on it leads to, and what following it does
+Links = dict[str, tuple[str, str]]
+#: a cell's name -> how it is marked: "picked" or "option" (the move page's choices)
+Marks = dict[str, str]
+
 
 @dataclass(frozen=True)
 class Square:
@@ -72,11 +77,19 @@ class HexCells:
         self._drawn: dict[tuple[str, str, str, bool, bool], Markup] = {}
 
     def row(self, game: str, row: dict[str, Any], squares: list[Square],
-            pieces: dict[str, Any], stacked: bool, draw: Callable[..., str]) -> list[Markup]:
+            pieces: dict[str, Any], stacked: bool, draw: Callable[..., str],
+            links: Links | None = None, marks: Marks | None = None) -> list[Markup]:
+        """The row's cells; one with a link or a mark (the move page's) is drawn
+        afresh, not kept."""
         drawn = self._drawn
         out = []
         for number, square in zip(row["numbers"], squares, strict=True):
-            key = (game, row["letter"] + number, square.content, square.touched, stacked)
+            name = row["letter"] + number
+            if (links and name in links) or (marks and name in marks):
+                out.append(Markup(draw(name, square.content, square.touched, pieces, stacked,
+                                       (links or {}).get(name), (marks or {}).get(name, ""))))
+                continue
+            key = (game, name, square.content, square.touched, stacked)
             cell = drawn.get(key)
             if cell is None:
                 if len(drawn) >= self.LIMIT:
@@ -102,12 +115,14 @@ def diagram_html(engine: AnyEngine, position: Any, before: Any = None, *,
 
 
 def drawn_html(game: str, view: dict[str, Any], before: dict[str, Any] | None, *,
-               mail: bool = False) -> Markup:
+               mail: bool = False, links: Links | None = None,
+               marks: Marks | None = None) -> Markup:
     """The same from the engine's views of the two positions (a board's view holds
-    them: notifications.views.BoardView)."""
+    them: notifications.views.BoardView); ``links`` and ``marks`` put links on cells
+    and mark them (the move page's choices)."""
     draw = render_mail_html if mail else render_html
     return draw(f"boards/{game}.html.j2", view=view, squares=squares(view, before),
-                cells=_MAIL_CELLS if mail else _CELLS)
+                cells=_MAIL_CELLS if mail else _CELLS, links=links or {}, marks=marks or {})
 
 
 def positions_around(session: Session, engine: AnyEngine, board: Board,

@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import Board, User
+from pbmserv.notifications.move_links import move_url
 from pbmserv.notifications.notes import AnswerAsked, Note, answer_asked, notes_for
 from pbmserv.notifications.outbox import our_subject
 from pbmserv.notifications.views import BoardView, board_subject, board_view, summary_text
+from pbmserv.notifications.words import words_text
 from pbmserv.render import render
 from pbmserv.service.boards import engine_of, player_of
 
@@ -81,16 +83,22 @@ def pin(session: Session, sections: list[Section]) -> None:
             answer.view = board_view(session, engine_of(board), board)
 
 
-def _rendered(session: Session, section: Section) -> None:
-    """The text and subject of a section that shows its board, from the board's view."""
+def _rendered(notifier: Notifier, section: Section) -> None:
+    """The text and subject of a section that shows its board, from the board's view
+    (and the board in words, for a reader who asked for it)."""
     answer, board = section.answer, section.board
     if answer is None or board is None:
         return
     engine = engine_of(board)
-    view = answer.view or board_view(session, engine, board)
+    view = answer.view or board_view(notifier.session, engine, board)
+    summary = summary_text(view)
+    reader = answer.reader
+    chosen = notifier.choices([reader]).get(reader.id) if reader is not None else None
+    if chosen is not None and chosen.words:
+        summary += "\n" + words_text(view)
     section.text = render(answer.template, engine=engine, board=view,
                           notes=notes_for(answer.notes, answer.reader),
-                          summary=summary_text(view), **answer.context)
+                          summary=summary, **answer.context)
     if section.subject is None:
         section.subject = board_subject(view, new=answer.new)
     section.answer = None
@@ -165,7 +173,7 @@ def compose(notifier: Notifier, sections: list[Section], *, reader: str,
     reply.txt.j2 with ``context`` (``resumed``, ``last``); cut to fit
     ``max_reply_size``."""
     for section in sections:
-        _rendered(notifier.session, section)
+        _rendered(notifier, section)
     if len(sections) == 1:
         subject = sections[0].subject or ""
     else:
@@ -174,10 +182,12 @@ def compose(notifier: Notifier, sections: list[Section], *, reader: str,
                               + (f", {failed} refused" if failed else ""))
     settings = notifier.settings
     reply_to, example, answer = _reply_address(notifier, sections, reader)
+    link = move_url(settings, reply_to) if answer is None else None
     body = render("reply.txt.j2", sections=sections, settings=settings,
-                  by_reply=reply_to is not None, example=example, answer=answer, **context)
+                  by_reply=reply_to is not None, example=example, answer=answer,
+                  move_url=link, **context)
     if len(body.encode()) > settings.max_reply_size:
         body = render("reply.txt.j2", sections=capped(sections, settings.max_reply_size),
                       settings=settings, by_reply=reply_to is not None, example=example,
-                      answer=answer, **context)
+                      answer=answer, move_url=link, **context)
     return Reply(subject, body, reply_to)

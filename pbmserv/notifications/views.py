@@ -101,7 +101,11 @@ class BoardView:
     template: str
     position: dict[str, Any]
     before: dict[str, Any] | None
-    #: the pieces rendered from this view, each once (see ``_drawn``)
+    #: the positions themselves (the engine's values), for what is worked out only when
+    #: a reader asks for it: the board in words (notifications.words)
+    state: Any = field(default=None, repr=False)
+    state_before: Any = field(default=None, repr=False)
+    #: the pieces rendered from this view, each once (see ``drawn_once``)
     drawn: dict[Any, Any] = field(default_factory=dict, repr=False)
 
 
@@ -137,6 +141,8 @@ def board_view(session: Session, engine: AnyEngine, board: Board, *,
     players = tuple((engine.seats[p.seat], p.user.userid, p.time_used) for p in board.players)
     moved = tuple(s for s, p in zip(players, board.players, strict=True) if p.seat < board.ply)
     mover = None if board.finished else player_of(board, board.to_move)
+    state = position_of(engine, board)
+    previous = position_at(session, engine, board, board.ply - 1) if board.ply else None
     view = BoardView(
         id=board.id, game=engine.name, title=engine.title, number=board.number,
         options=board.options, ply=board.ply, finished=board.finished,
@@ -151,9 +157,8 @@ def board_view(session: Session, engine: AnyEngine, board: Board, *,
         ratings=change_lines(session, board) if board.finished else [],
         example=engine.forms_for(board.option_flags)[0],
         template=engine.board_template(),
-        position=engine.view(position_of(engine, board)),
-        before=engine.view(position_at(session, engine, board, board.ply - 1))
-        if board.ply else None,
+        position=engine.view(state), before=None if previous is None else engine.view(previous),
+        state=state, state_before=previous,
     )
     views[(board.id, full, around)] = (key, view)
     return view
@@ -161,7 +166,7 @@ def board_view(session: Session, engine: AnyEngine, board: Board, *,
 
 def summary_text(view: BoardView) -> str:
     """The board's summary for text mail (summary.txt.j2), the board drawn in text."""
-    return _drawn(view, "text", lambda: render(
+    return drawn_once(view, "text", lambda: render(
         "summary.txt.j2", board=view,
         diagram=render(view.template, view=view.position)))
 
@@ -171,20 +176,20 @@ def summary_html(view: BoardView) -> Markup:
     with the cells of the last move marked, the move list with the last move marked.
     Its elements carry the styles of boards/board.css (``render.render_mail_html``):
     give it to a mail template rendered the same way."""
-    return _drawn(view, "html", lambda: render_mail_html(
+    return drawn_once(view, "html", lambda: render_mail_html(
         "summary.html.j2", board=view, diagram=drawn_html(view.game, view.position,
                                                           view.before, mail=True)))
 
 
 def board_subject(view: BoardView, *, new: bool = False, commented: bool = False) -> str:
     """The subject of a board mail, or of the reply to a command that changed it."""
-    return _drawn(view, ("subject", new, commented), lambda: render(
+    return drawn_once(view, ("subject", new, commented), lambda: render(
         "subjects/board.txt.j2", board=view, new=new, commented=commented).strip())
 
 
-def _drawn(view: BoardView, piece: Any, draw: Callable[[], T]) -> T:
+def drawn_once(view: BoardView, piece: Any, draw: Callable[[], T]) -> T:
     """``piece`` of ``view``, rendered by ``draw`` the first time it is asked for."""
-    found = view.drawn.get(piece)
+    found = view.drawn.get(piece)  # (None is never a piece drawn)
     if found is None:
         found = view.drawn[piece] = draw()
     return cast(T, found)

@@ -1,5 +1,5 @@
-"""How a player wants their mail: HTML parts or text only, and one digest a day (or
-two) instead of a board mail per move."""
+"""How a player wants their mail: HTML parts or text only, the board in words or not,
+and one digest a day (or two) instead of a board mail per move."""
 
 from __future__ import annotations
 
@@ -20,13 +20,15 @@ DEFAULT_HOUR = 18
 class MailChoice(NamedTuple):
     html: bool
     digest: DigestMode
+    #: the board in words with every board mail
+    words: bool = False
 
 
-_CHOICES = select(MailPrefs.user_id, MailPrefs.html, MailPrefs.digest).where(
+_CHOICES = select(MailPrefs.user_id, MailPrefs.html, MailPrefs.digest, MailPrefs.words).where(
     MailPrefs.user_id.in_(bindparam("users", expanding=True)))
 #: the same for one user (a move's board mail goes to one; an IN list of one costs
 #: half as much again)
-_CHOICE = select(MailPrefs.user_id, MailPrefs.html, MailPrefs.digest).where(
+_CHOICE = select(MailPrefs.user_id, MailPrefs.html, MailPrefs.digest, MailPrefs.words).where(
     MailPrefs.user_id == bindparam("user"))
 
 
@@ -36,14 +38,14 @@ def choices_of(session: Session, users: Sequence[User]) -> dict[int, MailChoice]
         return {}
     rows = (session.execute(_CHOICE, {"user": users[0].id}) if len(users) == 1 else
             session.execute(_CHOICES, {"users": [u.id for u in users]}))
-    return {user_id: MailChoice(html, digest) for user_id, html, digest in rows}
+    return {user_id: MailChoice(html, digest, words) for user_id, html, digest, words in rows}
 
 
 def prefs(session: Session, user: User) -> MailPrefs:
     """The user's preferences, made (with the defaults) if they have none yet."""
     found = session.get(MailPrefs, user.id)
     if found is None:
-        found = MailPrefs(user_id=user.id, html=True, digest=DigestMode.OFF,
+        found = MailPrefs(user_id=user.id, html=True, words=False, digest=DigestMode.OFF,
                           digest_hour=DEFAULT_HOUR, digest_event_id=0)
         session.add(found)
     return found
@@ -67,6 +69,12 @@ def next_digest(mode: DigestMode, hour: int, now: datetime) -> datetime | None:
 def set_html(session: Session, user: User, on: bool) -> MailPrefs:
     found = prefs(session, user)
     found.html = on
+    return found
+
+
+def set_words(session: Session, user: User, on: bool) -> MailPrefs:
+    found = prefs(session, user)
+    found.words = on
     return found
 
 

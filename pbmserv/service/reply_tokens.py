@@ -108,6 +108,28 @@ def read_token(secret: bytes, text: str,
     return ReplyToken(board_id, user_id, ply, takebacks, request)
 
 
+#: how many of a player's credential changes back ``revoked_token`` looks
+REVOKED_LOOKBACK = 32
+
+
+def revoked_token(secret: bytes, text: str, changes: int) -> ReplyToken | None:
+    """The token ``text`` names if it was good before the player's last credential
+    changes (``changes``: their credential_changes now; the last ``REVOKED_LOOKBACK``
+    are tried), so that a page can say it no longer stands for a move, rather than
+    that it is not the server's."""
+    found = _TOKEN.fullmatch(text.strip().lower())
+    if found is None:
+        return None
+    payload = text.strip().lower().rpartition("-")[0]
+    for earlier in range(max(0, changes - REVOKED_LOOKBACK), changes):
+        if hmac.compare_digest(_mac(secret, _signed(payload, earlier)), found.group(6)):
+            values = [int(found.group(i) or 0) for i in (1, 2, 3, 4, 5)]
+            if max(values) >= 2**31:
+                return None
+            return ReplyToken(*values)
+    return None
+
+
 # -- the other signed sub-addresses: where bounces come back, and unsubscribing ----------
 # the envelope sender (VERP) of outgoing mail N: bounce-oN-MAC (mail.addresses)
 _BOUNCE = re.compile(r"bounce-o([0-9]{1,10})-([a-z2-7]{16})")

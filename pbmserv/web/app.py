@@ -25,6 +25,7 @@ from pbmserv.db.session import Database
 from pbmserv.service.health import status_of
 from pbmserv.web.limits import BodyLimit
 from pbmserv.web.metrics import exposition, registry_for
+from pbmserv.web.move import MovePages
 from pbmserv.web.pages import Pages, page
 from pbmserv.web.unsubscribe import Unsubscribing
 
@@ -43,6 +44,7 @@ def create_app(db: Database, settings: Settings) -> Starlette:
     (pbmserv.web.unsubscribe)."""
     pages = Pages(db, settings)
     leaving = Unsubscribing(db, settings)
+    moving = MovePages(db, settings)
     registry = registry_for(db)
 
     def error(request: Request | None, exc: Exception) -> Response:
@@ -106,6 +108,7 @@ def create_app(db: Database, settings: Settings) -> Starlette:
         Route("/players/{userid}", pages.player, methods=["GET"]),
         Route("/tournaments", pages.tournaments, methods=["GET"]),
         Route("/tournaments/{name}", pages.tournament, methods=["GET"]),
+        Route("/move/{tag}", moving.show, methods=["GET"]),
         Route("/unsubscribe/{tag}", leaving.ask, methods=["GET"]),
         Route("/unsubscribe/{tag}", leaving.one_click, methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),

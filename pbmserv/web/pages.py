@@ -18,14 +18,18 @@ from pbmserv.db.session import Database
 from pbmserv.db.status import BoardStatus
 from pbmserv.games import ENGINES, AnyEngine, get_engine
 from pbmserv.notifications.drawing import board_diagram_html, drawn_html
+from pbmserv.notifications.move_links import page_path
 from pbmserv.notifications.views import board_view, status_line
+from pbmserv.notifications.words import words_html
 from pbmserv.ratings import PROVISIONAL_RD, format_rating
 from pbmserv.render import render_html
 from pbmserv.service.accounts import shown_user, similar_userid
 from pbmserv.service.boards import load_board, moves_of
 from pbmserv.service.errors import PlayerError
+from pbmserv.service.move_asks import AskState, move_ask
 from pbmserv.service.pages import tournaments_page
 from pbmserv.service.ratings import rating_of
+from pbmserv.service.reply_tokens import server_secret
 from pbmserv.service.tournaments import describe, find
 from pbmserv.web import queries
 
@@ -108,8 +112,14 @@ class Pages:
         engine = engine_named(request.path_params["game"])
         number = number_of(request.path_params["number"], "the board number")
         asked = number_of(request.query_params.get("ply"), "ply")
+        tag = request.query_params.get("move", "")[:100]
         with self.db.reading() as session:
             board = self._board(session, engine, number or 0)
+            # opened from its player's move page: the way back to it, while it stands
+            ask = move_ask(session, server_secret(session, self.settings.secret), tag) \
+                if tag else None
+            move_link = page_path(tag) if ask is not None and ask.board.id == board.id \
+                and ask.state is AskState.OPEN else None
             ply = board.ply if asked is None else asked
             if ply > board.ply:
                 raise HTTPException(404, f"board {board.number} has moves 1 to {board.ply}; "
@@ -122,7 +132,9 @@ class Pages:
             diagram = (drawn_html(view.game, view.position, view.before) if ply == view.ply
                        else board_diagram_html(session, engine, board, ply))
             return self._page("board.html.j2", board=view, ply=ply, moves=moves,
-                              shown=moves.get(ply), diagram=diagram,
+                              shown=moves.get(ply), diagram=diagram, move_link=move_link,
+                              words=words_html(view, moves=False) if ply == view.ply
+                              else None,
                               tournament=queries.tournament_of(session, board))
 
     def _board(self, session: Session, engine: AnyEngine, number: int) -> Board:
