@@ -3,6 +3,7 @@ family of commands.  Importing this package registers every command."""
 
 from pbmserv.cli import (
     accounts,
+    alerts,
     boards,
     bots,
     bounces,
@@ -16,5 +17,5 @@ from pbmserv.cli import (
 )
 from pbmserv.cli.app import EX_TEMPFAIL, EX_UNAVAILABLE, main
 
-__all__ = ["EX_TEMPFAIL", "EX_UNAVAILABLE", "accounts", "boards", "bots", "bounces",
+__all__ = ["EX_TEMPFAIL", "EX_UNAVAILABLE", "accounts", "alerts", "boards", "bots", "bounces",
            "database", "health", "mail", "main", "queues", "records", "rules", "web"]

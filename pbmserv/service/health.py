@@ -131,8 +131,9 @@ def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta =
         failed_out = session.scalar(select(func.count()).select_from(OutboxMessage)
                                     .where(OutboxMessage.status == OutboxStatus.FAILED))
         counts = problem_counts(session, now)
-        storms = [a for a in incidents.open_alerts(session)
-                  if a.kind == AlertKind.BOUNCE_STORM]
+        open_alerts = incidents.open_alerts(session)
+        storms = [a for a in open_alerts if a.kind == AlertKind.BOUNCE_STORM]
+        unreachable = [a for a in open_alerts if a.kind == AlertKind.ADMIN_UNREACHABLE]
         imap = None if mailbox is None else session.get(ImapState, mailbox)
         relay_row = None if relay is None else session.get(RelayState, relay)
         sent_today = 0 if not daily_send_limit else session.scalar(
@@ -159,6 +160,12 @@ def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta =
         result.attention.append(f"{failed_out} outgoing mail(s) refused for good: 'pbmserv "
                                 "outbox list --status failed', then 'pbmserv outbox retry "
                                 "--all' or 'pbmserv outbox discard ID'")
+    for alert in unreachable:
+        result.attention.append(
+            f"the administrator cannot be reached: mail to the admin address was refused "
+            f"or bounced since {alert.opened_at:%Y-%m-%d %H:%M} UTC ({alert.last_detail}); "
+            f"'pbmserv alerts show {alert.id}', 'pbmserv config check', then 'pbmserv outbox "
+            "retry --all'")
     for storm in storms:
         result.attention.append(f"a bounce storm since {storm.opened_at:%Y-%m-%d %H:%M} UTC "
                                 f"({storm.count} bounces): 'pbmserv users bounces'")

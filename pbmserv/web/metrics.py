@@ -99,8 +99,12 @@ class ServerCollector(Collector):
                                 value=due)
         yield GaugeMetricFamily("pbmserv_bounces_last_day",
                                 "Bounces counted in the last 24 hours (DSNs that came back "
-                                "and the relay's 5xx about an address)",
+                                "and the relay's 5xx about an address; forgiven ones too)",
                                 value=problems.bounces_last_day)
+        yield CounterMetricFamily("pbmserv_bounces",
+                                  "Bounces counted since the database was made (hard and "
+                                  "soft; forgiven ones too: it only grows)",
+                                  value=problems.bounces)
         yield GaugeMetricFamily("pbmserv_suspended_addresses",
                                 "Addresses no longer mailed because they bounce",
                                 value=problems.suspended)
