@@ -5,7 +5,9 @@ Unhealthy: the database cannot be read or its schema is not this code's; stored 
 waits longer than ``inbox_late``; outgoing mail is due for longer than
 ``outbox_late``; the IMAP reader cannot read its mailbox, or its heartbeat stopped
 (``serve`` is not running, or its reader thread is stuck); the relay has refused or
-deferred every mail it was given for longer than ``health_mail_age``.  Failed mail
+deferred every mail it was given for longer than ``health_mail_age``, or outgoing
+mail has waited longer than that (a relay that does not answer, a 4xx that goes on)
+unless a ``daily_send_limit`` holds it.  Failed mail
 and a bounce storm need a person, not a restart (``attention``).
 """
 
@@ -130,6 +132,10 @@ def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta =
             OutboxMessage.next_attempt_at < now - outbox_late))
         failed_out = session.scalar(select(func.count()).select_from(OutboxMessage)
                                     .where(OutboxMessage.status == OutboxStatus.FAILED))
+        stale, stale_error = session.execute(
+            select(func.count(), func.max(OutboxMessage.last_error)).where(
+                OutboxMessage.status == OutboxStatus.PENDING,
+                OutboxMessage.created_at < now - mail_age)).one()
         counts = problem_counts(session, now)
         open_alerts = incidents.open_alerts(session)
         storms = [a for a in open_alerts if a.kind == AlertKind.BOUNCE_STORM]
@@ -177,6 +183,13 @@ def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta =
     result.problems.extend(imap_problems)
     if relay_problem:
         result.problems.append(relay_problem)
+    if stale and not capped and not relay_problem and not result.overdue:
+        result.problems.append(
+            f"outgoing mail waits: {stale} mail(s) made more than "
+            f"{int(mail_age.total_seconds())} s ago (health_mail_age) not sent yet, the "
+            f"oldest since {oldest_out:%Y-%m-%d %H:%M} UTC"
+            + (f"; a last error: {' '.join(stale_error.split())[:300]}" if stale_error else "")
+            + " ('pbmserv outbox list')")
     if result.overdue and not capped:
         result.problems.append(
             f"outgoing mail is not going out: {result.overdue} mail(s) due for more than "
