@@ -21,10 +21,10 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import ImapState, InboundMessage, OutboxMessage, RelayState
+from pbmserv.db.models import Alert, ImapState, InboundMessage, OutboxMessage, RelayState
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
-from pbmserv.db.status import InboundStatus, OutboxStatus
+from pbmserv.db.status import AlertKind, InboundStatus, OutboxStatus
 from pbmserv.service.bounces import problem_counts
 
 log = logging.getLogger("pbmserv.web")
@@ -72,6 +72,10 @@ class ServerCollector(Collector):
             received = session.scalar(select(func.max(InboundMessage.id))) or 0
             queued = session.scalar(select(func.max(OutboxMessage.id))) or 0
             problems = problem_counts(session, now)
+            incidents = dict(session.execute(
+                select(Alert.kind, func.count()).where(Alert.closed_at.is_(None),
+                                                       Alert.kind != AlertKind.REPORT)
+                .group_by(Alert.kind)).tuples().all())
             beats = session.execute(select(ImapState.mailbox, ImapState.beat_at,
                                            ImapState.reader)).all()
             relays = session.execute(select(RelayState.relay,
@@ -111,6 +115,14 @@ class ServerCollector(Collector):
         yield GaugeMetricFamily("pbmserv_open_alerts",
                                 "Incidents the administrator was (or is about to be) told of "
                                 "that are not over", value=problems.open_alerts)
+        by_kind = GaugeMetricFamily("pbmserv_open_incidents",
+                                    "Incidents not over, by kind (admin-unreachable: mail to "
+                                    "the administrator was refused or bounced)",
+                                    labels=["kind"])
+        for kind in AlertKind:
+            if kind != AlertKind.REPORT:
+                by_kind.add_metric([kind.value], incidents.get(kind, 0))
+        yield by_kind
         heartbeat = GaugeMetricFamily("pbmserv_imap_heartbeat_age_seconds",
                                       "Seconds since the IMAP reader of a mailbox last beat "
                                       "(it beats at least every imap_keepalive seconds while "
