@@ -14,7 +14,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from pbmserv.commands import lookup
+from pbmserv.commands import REGISTRY, lookup
 from pbmserv.commands.base import MASK, Command, Context, Invocation, Result, mask_words
 from pbmserv.commands.play import reply_move
 from pbmserv.config import Settings
@@ -234,7 +234,7 @@ def handle(session: Session, settings: Settings, inbound_id: int,
         return InboundStatus.IGNORED
     now = utcnow()
     ctx = Context(session, settings, sender=mail.reply_to, service=GameService(session),
-                  inbound_id=inbound_id,
+                  commands=REGISTRY, inbound_id=inbound_id,
                   raw_comment=mail.comment if mail.source != "multiple" else "",
                   others=MailsToOthers(address_key(mail.reply_to),
                                        settings.mails_to_others_per_mail,
