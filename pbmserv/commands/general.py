@@ -10,7 +10,7 @@ from pbmserv.commands.base import Command, Context, Invocation, Registry, Result
 from pbmserv.db.models import Board, Seek
 from pbmserv.db.status import BoardStatus, SeekStatus
 from pbmserv.games import ENGINES, AnyEngine, get_engine
-from pbmserv.notifications.outbox import our_subject
+from pbmserv.notifications.subjects import our_subject
 from pbmserv.notifications.views import status_line
 from pbmserv.render import render
 from pbmserv.service.clock import VACATION_DAYS_PER_YEAR

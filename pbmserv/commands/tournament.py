@@ -9,7 +9,7 @@ from pbmserv.commands.args import parse_challenge_words, small_number
 from pbmserv.commands.base import Command, Context, Invocation, Result, login
 from pbmserv.db.models import Board
 from pbmserv.db.status import TournamentStatus
-from pbmserv.notifications.outbox import our_subject
+from pbmserv.notifications.subjects import our_subject
 from pbmserv.notifications.tournaments import crosstable_text
 from pbmserv.render import render
 from pbmserv.service import limits
