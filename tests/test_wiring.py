@@ -105,3 +105,19 @@ def test_only_the_notifications_queue_mail() -> None:
             naming.append(module)
     assert "pbmserv.notifications.digest" in naming  # the walk sees a caller
     assert [m for m in naming if not m.startswith(QUEUERS)] == []
+
+
+#: what writes: SQLAlchemy's statements that change rows, and a session's changes
+WRITES = {"insert", "update", "delete", "add", "add_all", "flush", "commit", "merge",
+          "bulk_save_objects", "execute_many"}
+
+
+def test_the_read_model_only_reads() -> None:
+    root = Path(pbmserv.__file__).parent / "reads"
+    found = {}
+    for path in sorted(root.glob("*.py")):
+        names = {getattr(node, attr) for node in ast.walk(ast.parse(path.read_text()))
+                 for attr in ("id", "name", "attr") if isinstance(getattr(node, attr, None), str)}
+        found[path.name] = names & WRITES
+    assert {"boards.py", "queues.py", "pages.py"} <= set(found)
+    assert {name: writes for name, writes in found.items() if writes} == {}
