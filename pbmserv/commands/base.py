@@ -76,6 +76,9 @@ class Context:
     budget: WorkBudget = field(init=False)
     #: a game's tables this mail has read (standings, ratings): read once a mail
     looked_up: dict[tuple[str, str], Any] = field(default_factory=dict)
+    #: the tag of the move-by-reply address the mail was sent to, if any: it stands
+    #: for the password of its player where a command takes it so ('challenge')
+    reply_tag: str | None = None
 
     def __post_init__(self) -> None:
         self.budget = WorkBudget(self.settings.work_per_mail)

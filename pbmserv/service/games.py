@@ -118,10 +118,12 @@ class GameService:
     # -- creating boards ----------------------------------------------------------------
     def challenge(self, engine: AnyEngine, users: Sequence[User], flags: Sequence[str], *,
                   nag_days: int = 7, forfeit_days: int = 21, sender: str | None = None,
-                  ) -> Board:
+                  taken_by: User | None = None) -> Board:
         """Start a board at once between ``users`` (the first moves first), asked for
         by ``sender`` (an address: a challenge needs no password, so nobody has taken
-        the board up yet)."""
+        the board up yet), or by ``taken_by``, one of ``users`` who proved their
+        account with it (their password, or their reply address): the board is theirs
+        at once."""
         if len(users) != len(engine.seats):
             raise PlayerError(f"{engine.name} needs exactly {len(engine.seats)} userids",
                               usage=True)
@@ -131,8 +133,10 @@ class GameService:
         check_consent(self.session, engine.name, users)
         board = self._create(engine, users, options, nag_days, forfeit_days, taken=False)
         board.challenged_by = sender.lower() if sender else None
-        challenger = challenger_of(users, sender) if sender else None
+        challenger = taken_by or (challenger_of(users, sender) if sender else None)
         board.challenger_id = challenger.id if challenger is not None else None
+        if taken_by is not None:
+            self._take_up(board, taken_by)
         return board
 
     def start_agreed(self, engine: AnyEngine, users: Sequence[User], flags: Sequence[str], *,
