@@ -25,6 +25,7 @@ from pbmserv.db.models import (
     PasswordReset,
     User,
 )
+from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.db.status import DigestMode, InboundStatus, OutboxStatus
 from pbmserv.notifications import Notifier
@@ -51,7 +52,9 @@ def run_clocks(db: Database, settings: Settings, now: datetime | None = None) ->
     for _ in range(MAX_BATCHES):
         try:
             looked = _clock_batch(db, settings, now, None)
-        except Exception:
+        except Exception as exc:
+            log.warning("clock: the batch of due boards failed (%s); each board is tried "
+                        "alone", describe(exc, db.url), exc_info=True)
             looked = _clock_one_by_one(db, settings, now)
         done += looked
         if looked < BATCH:
@@ -127,7 +130,9 @@ def run_digests(db: Database, settings: Settings, now: datetime | None = None) -
     for _ in range(MAX_BATCHES):
         try:
             looked = _digest_batch(db, settings, now, None)
-        except Exception:
+        except Exception as exc:
+            log.warning("digests: the batch of due digests failed (%s); each digest is "
+                        "tried alone", describe(exc, db.url), exc_info=True)
             looked = _digests_one_by_one(db, settings, now)
         done += looked
         if looked < BATCH:
