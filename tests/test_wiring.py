@@ -14,6 +14,8 @@ import typing
 from pathlib import Path
 from types import ModuleType
 
+import grimp
+
 import pbmserv
 import pbmserv.commands
 import pbmserv.service
@@ -121,3 +123,43 @@ def test_the_read_model_only_reads() -> None:
         found[path.name] = names & WRITES
     assert {"boards.py", "queues.py", "pages.py"} <= set(found)
     assert {name: writes for name, writes in found.items() if writes} == {}
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    """No module reaches itself through its imports (imports made for type checkers
+    alone do not run: the game service and a follower of its events name each other
+    so, as do the notifier and its replies)."""
+    graph = grimp.build_graph("pbmserv", exclude_type_checking_imports=True)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's strongly connected components
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(graph.modules)))
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    assert len(graph.modules) > 150  # the graph is pbmserv's
+    assert cycles == []
