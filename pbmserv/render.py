@@ -7,6 +7,14 @@ with autoescape on, so every value a template prints is escaped unless it is alr
 ``html_mail``): a third environment, the same but that its templates get the rules of
 ``boards/board.css`` written into their elements' ``style`` attributes as they load
 (``pbmserv.styles``), for mail readers that ignore style sheets; no mail is rewritten.
+
+All three speak the language of ``pbmserv.i18n.speaking``: their words are marked with
+``{% trans %}`` blocks (Jinja's i18n extension, new-style gettext: a block's variables
+are named, ``{% trans name=user.userid %}...{{ name }}...{% endtrans %}``, and plurals
+go through ``{% pluralize %}``), looked up in that language's catalogue.  A value the
+code made in English (an error's message, a command's summary) is looked up with the
+``translated`` filter, and stays English where the catalogue lacks it.  Widths are
+counted in columns (``width``): an East Asian wide character takes two.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Iterable, MutableMapping
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -21,6 +30,7 @@ from typing import Any
 from jinja2 import BaseLoader, Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from pbmserv import i18n
 from pbmserv.mail.quotes import mask_addresses
 from pbmserv.styles import StyledLoader
 
@@ -141,6 +151,29 @@ def time_taken(player: tuple[str, str, int]) -> str:
     return f"{player[1]} {duration(player[2])}"
 
 
+def day(when: datetime) -> str:
+    """``3 December 2026``: a date as people write it, the month in words (no reader
+    takes 03/12 for the wrong month)."""
+    return f"{when.day} {when:%B %Y}"
+
+
+def instant(when: datetime) -> str:
+    """``3 December 2026, 14:05 UTC``: a deadline's date and time."""
+    return f"{day(when)}, {when:%H:%M} UTC"
+
+
+def time_left(seconds: float) -> str:
+    """How long until a deadline, rounded: ``in 20 days``, ``in 5 hours``, ``within the
+    hour``; ``now`` once it has passed (the clock acts on it within minutes)."""
+    if seconds <= 0:
+        return "now"
+    for unit, size in (("day", 86400), ("hour", 3600)):
+        if seconds >= size:
+            n = round(seconds / size)
+            return f"in {n} {unit}{'s' if n != 1 else ''}"
+    return "within the hour"
+
+
 def center_join(items: Iterable[str], width: int, sep: str = " ") -> str:
     """Each item centred in ``width`` columns, joined by ``sep``: a row of cells in one
     filter call (not one a cell as ``map("center")`` makes, nor a join after it)."""
@@ -158,6 +191,20 @@ class FlatEnvironment(Environment):
         return {**self.globals, **(d or {})}
 
 
+#: the i18n extension's settings, the same in every environment and in the extractor
+#: (babel.cfg): a block's text is kept as written, so English is the template's own
+I18N = "jinja2.ext.i18n"
+
+
+def _speaks(env: Environment) -> None:
+    """Give ``env`` the catalogues of ``pbmserv.i18n`` (all set before a template loads)."""
+    env.install_gettext_callables(  # type: ignore[attr-defined]
+        i18n.gettext, i18n.ngettext, newstyle=True, pgettext=i18n.pgettext,
+        npgettext=i18n.npgettext)
+    env.policies["ext.i18n.trimmed"] = False
+    env.filters["translated"] = i18n.gettext
+
+
 @cache
 def environment() -> Environment:
     env = FlatEnvironment(
@@ -168,11 +215,14 @@ def environment() -> Environment:
         keep_trailing_newline=True,
         autoescape=False,
         auto_reload=False,  # templates do not change while the server runs
+        extensions=[I18N],
     )
+    _speaks(env)
     env.filters["wrap"] = wrap
     env.filters["duration"] = duration
     env.filters["time_taken"] = time_taken
     env.filters["center_join"] = center_join
+    env.filters.update(day=day, instant=instant, time_left=time_left)
     return env
 
 
@@ -190,10 +240,13 @@ def _html_environment(loader: BaseLoader) -> Environment:
         lstrip_blocks=True,
         autoescape=True,
         auto_reload=False,
+        extensions=[I18N],
     )
+    _speaks(env)
     env.filters["duration"] = duration
     env.filters["time_taken"] = time_taken
     env.filters["mask_addresses"] = mask_addresses
+    env.filters.update(day=day, instant=instant, time_left=time_left)
     return env
 
 

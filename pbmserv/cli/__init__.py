@@ -1,12 +1,13 @@
 """The ``pbmserv`` command line: the group and its settings (app), then one module per
-family of commands.  Importing this package registers every command."""
+family of commands (and the verbs of a feature package, beside the feature:
+pbmserv.bounces.cli).  Importing this package registers every command."""
 
+from pbmserv.bounces import cli as bounce_verbs
 from pbmserv.cli import (
     accounts,
     alerts,
     boards,
     bots,
-    bounces,
     database,
     health,
     mail,
@@ -17,5 +18,5 @@ from pbmserv.cli import (
 )
 from pbmserv.cli.app import EX_TEMPFAIL, EX_UNAVAILABLE, main
 
-__all__ = ["EX_TEMPFAIL", "EX_UNAVAILABLE", "accounts", "alerts", "boards", "bots", "bounces",
+__all__ = ["EX_TEMPFAIL", "EX_UNAVAILABLE", "accounts", "alerts", "boards", "bots", "bounce_verbs",
            "database", "health", "mail", "main", "queues", "records", "rules", "web"]

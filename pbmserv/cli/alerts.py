@@ -8,18 +8,8 @@ import click
 from pbmserv.cli.app import database, main, pass_settings
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import Alert
 from pbmserv.logs import audit, operator
 from pbmserv.service import incidents
-
-
-def _state(alert: Alert) -> str:
-    if alert.closed_at is not None:
-        by = f" by {alert.acked_by}" if alert.acked_by else ""
-        return f"{alert.resolution or 'over'}{by} {alert.closed_at:%Y-%m-%d %H:%M}"
-    if alert.mailed_at is None:
-        return "open, not told yet"
-    return f"open, told {alert.mailed_at:%Y-%m-%d %H:%M}"
 
 
 @main.group("alerts")
@@ -36,7 +26,7 @@ def alerts_list(settings: Settings, every: bool) -> None:
     with database(settings).reading() as session:
         found = incidents.listed(session, every=every)
         lines = [f"{a.id:>5}  {a.kind:<17} {a.count:>5}x since {a.opened_at:%Y-%m-%d %H:%M}  "
-                 f"{_state(a)}\n       {a.last_detail[:200]}" for a in found]
+                 f"{incidents.state_of(a)}\n       {a.last_detail[:200]}" for a in found]
     if not lines:
         click.echo("no incident is open" if not every else "no incident yet")
         return
@@ -50,12 +40,12 @@ def alerts_show(settings: Settings, number: int) -> None:
     """One incident: what happened first and last, what it concerns, its state, and
     each mail to the administrator about it with what became of it."""
     with database(settings).reading() as session:
-        alert = session.get(Alert, number)
+        alert = incidents.find(session, number)
         if alert is None:
             raise click.ClickException(f"there is no incident {number} "
                                        "('pbmserv alerts list --all')")
         click.echo(f"incident  {alert.id}, {alert.kind}")
-        click.echo(f"state     {_state(alert)}")
+        click.echo(f"state     {incidents.state_of(alert)}")
         click.echo(f"times     {alert.count}, {alert.opened_at:%Y-%m-%d %H:%M} to "
                    f"{alert.last_at:%Y-%m-%d %H:%M} UTC")
         click.echo(f"first     {alert.first_detail}")
@@ -83,7 +73,7 @@ def alerts_ack(settings: Settings, number: int) -> None:
             raise click.ClickException(f"there is no incident {number} "
                                        "('pbmserv alerts list')") from None
         acked = alert.resolution == "acked" and alert.acked_at is not None
-        state = _state(alert)
+        state = incidents.state_of(alert)
     audit("alerts ack", str(number), state)
     click.echo(f"incident {number}: {state}" if acked
                else f"incident {number} was over already: {state}")

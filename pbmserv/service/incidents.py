@@ -171,3 +171,27 @@ def ack(session: Session, alert_id: int, by: str, now: datetime) -> Alert:
         alert.acked_at = now
         alert.acked_by = by[:200]
     return alert
+
+
+def open_by_kind(session: Session) -> dict[AlertKind, int]:
+    """How many incidents of each kind are not over (the daily reports aside)."""
+    return {AlertKind(kind): int(count) for kind, count in session.execute(
+        select(Alert.kind, func.count()).where(Alert.closed_at.is_(None),
+                                               Alert.kind != AlertKind.REPORT)
+        .group_by(Alert.kind))}
+
+
+def find(session: Session, number: int) -> Alert | None:
+    """Incident ``number`` (None if there is none; a daily report is none)."""
+    alert = session.get(Alert, number)
+    return None if alert is None or alert.kind == AlertKind.REPORT else alert
+
+
+def state_of(alert: Alert) -> str:
+    """How an incident stands, in words: open (told or not yet), or how it ended."""
+    if alert.closed_at is not None:
+        by = f" by {alert.acked_by}" if alert.acked_by else ""
+        return f"{alert.resolution or 'over'}{by} {alert.closed_at:%Y-%m-%d %H:%M}"
+    if alert.mailed_at is None:
+        return "open, not told yet"
+    return f"open, told {alert.mailed_at:%Y-%m-%d %H:%M}"
