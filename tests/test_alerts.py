@@ -80,6 +80,11 @@ def test_failed_mails_make_one_incident_and_one_mail(
     assert f"message {first} from alice@example.org: the database said: disk I/O error" in \
         " ".join(mail.body.split())
     assert f"  pbmserv inbox show {first}" in mail.body
+    # the failure's reason comes first, before the mail (a header bomb is long)
+    shown = cli(settings, "inbox", "show", str(first)).output
+    assert shown.startswith("--- failed:\n")
+    assert shown.index("disk I/O error") < shown.index("--- the message as received:\n") \
+        < shown.index("Subject: help")
     assert "  pbmserv inbox replay --all-failed      once the fault is fixed" in mail.body
     # quiet for an hour: the incident is over; the next failure opens a new one
     Sender(db, settings).send_due()  # (or, two hours on, the outbox is late too)
