@@ -87,8 +87,11 @@ class Notifier:
     def __init__(self, session: Session, settings: Settings, *, inbound_id: int | None = None,
                  skip_addresses: Collection[str] = (),
                  scrub: Callable[[str], str] = lambda text: text,
-                 cause: str | None = None) -> None:
+                 cause: str | None = None, asked: bool = False) -> None:
         self.session = session
+        #: the events answer the players' own moves (a bot's move): their board mails
+        #: to the board's players are never held by the hourly limits
+        self.asked = asked
         self.settings = settings
         self.inbound_id = inbound_id
         #: the key of the sender whose mail caused the events: a board its challenge
@@ -114,13 +117,14 @@ class Notifier:
 
     def _send(self, user: User, subject: str, body: str, *,
               reply_to: str | None = None, html: str | None = None,
-              listed: tuple[str, str] | None = None, unasked: bool = False) -> None:
+              listed: tuple[str, str] | None = None, unasked: bool = False,
+              asked: bool = False) -> None:
         if user.confirmed_at is None:  # nothing but its confirmation goes to that address
             return
         queue_mail(self.session, self.settings, to=user.email, subject=self.scrub(subject),
                    body=self.scrub(body), inbound_id=self.inbound_id, reply_to=reply_to,
                    html=None if html is None else self.scrub(html), listed=listed,
-                   cause=self.cause if unasked else None)
+                   cause=self.cause if unasked else None, asked=asked)
         self.queued += 1
 
     def reply_address(self, board: Board, user: User) -> str | None:
@@ -248,7 +252,7 @@ class Notifier:
                 self.session, self.settings, SPECTATOR if why == "watch" else NOTIFY, user,
                 engine, board)
             self._send(user, subject, body, reply_to=reply_to, html=html, listed=listed,
-                       unasked=challenged)
+                       unasked=challenged, asked=self.asked and user.id in playing)
 
     def _drawn(self, subject: str, body: str, view: BoardView,
                link: str | None = None) -> str | None:

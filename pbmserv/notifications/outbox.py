@@ -19,10 +19,13 @@ from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import OutboxMessage
+from pbmserv.db.models import Board, OutboxMessage, User
 from pbmserv.db.status import AnswerKind, OutboxStatus
-from pbmserv.mail.addresses import address_key, base_address, tag_mark, tag_of
+from pbmserv.mail.addresses import address_key, base_address, marked_tag, tag_mark, tag_of
+from pbmserv.notifications.views import status_line
 from pbmserv.render import render
+from pbmserv.service.boards import engine_of, open_request_id
+from pbmserv.service.reply_tokens import read_token, server_secret
 
 #: a queued mail: a row written and not held as an object (the outbox is written for
 #: every mail the server answers)
@@ -61,7 +64,8 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
                inbound_id: int | None = None, in_reply_to: str | None = None,
                reply_to: str | None = None, html: str | None = None,
                secret: bool = False, listed: tuple[str, str] | None = None,
-               cause: str | None = None, kind: AnswerKind | None = None) -> int:
+               cause: str | None = None, kind: AnswerKind | None = None,
+               asked: bool = False) -> int:
     """Queue one mail; returns its outbox id.  ``html``: the same mail as HTML, sent
     beside the text as multipart/alternative.  Where the mailbox has no sub-addresses
     (``subaddressing`` off), a ``pbmserv+TAG@host`` Reply-To becomes the plain address
@@ -71,17 +75,25 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
     people subscribe to (pbmserv.notifications.lists).  ``cause``: the key of the
     sender whose mail makes this one for someone who did not ask for it (counted by
     ``mails_to_others_per_hour``; nothing when it is the sender's own address);
-    ``kind``: a reply counted by ``refusals_per_address_day``."""
+    ``kind``: a reply counted by ``refusals_per_address_day``.  ``asked``: the mail
+    answers its reader's own mail that proved their account (the reply to a player's
+    own command, a bot's move on their board): it counts toward the hourly limits
+    but is never held by them.  The first mail held for an address in its hour is
+    announced at once (``held_notice.txt.j2``): until when, and why."""
     if reply_to and not settings.subaddressing:
         reply_to, subject = _tag_outside_address(settings, reply_to, subject)
     now = utcnow()
     status, due = OutboxStatus.PENDING, now
     key = address_key(to)
     total, replies = session.execute(_RECENT, {"to": key, "since": now - HOUR}).one()
-    if total >= settings.mails_per_address_hour or (
-            in_reply_to is not None and replies >= settings.replies_per_sender_hour):
+    too_many_replies = in_reply_to is not None and replies >= settings.replies_per_sender_hour
+    if not asked and (total >= settings.mails_per_address_hour or too_many_replies):
         status = OutboxStatus.HELD  # folded into one mail when its hour is up
-        due = session.scalar(_RELEASE, {"to": key}) or now + HOUR
+        release = session.scalar(_RELEASE, {"to": key})
+        due = release or now + HOUR
+        if release is None:  # the first held: the reader is told at once
+            _announce(session, settings, to, key, due, replies=too_many_replies,
+                      inbound_id=inbound_id)
     return int(session.execute(_INSERT, {
         "inbound_id": inbound_id, "created_at": now, "message_id": new_message_id(settings),
         "to_addr": to, "to_key": key, "subject": subject[:MAX_SUBJECT], "body": body,
@@ -91,6 +103,21 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
         "status": status, "attempts": 0, "next_attempt_at": due,
         "cause_key": cause if cause and cause != key else None, "answer_kind": kind,
     }).scalar_one())
+
+
+def _announce(session: Session, settings: Settings, to: str, key: str, until: datetime, *,
+              replies: bool, inbound_id: int | None) -> None:
+    """Tell ``to`` that mail to it is held until ``until`` (``replies``: by the limit
+    of replies to one sender), once an hour at most (only the first held mail of an
+    hour calls this)."""
+    now = utcnow()
+    session.execute(_INSERT, {
+        "inbound_id": inbound_id, "created_at": now, "message_id": new_message_id(settings),
+        "to_addr": to,
+        "to_key": key, "subject": our_subject(settings, f"mail held until {until:%H:%M} UTC"),
+        "body": render("held_notice.txt.j2", settings=settings, until=until,
+                       replies=replies),
+        "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now})
 
 
 @dataclass(frozen=True)
@@ -141,9 +168,11 @@ def fold_held(session: Session, settings: Settings, now: datetime | None = None)
     by_address: dict[str, list[OutboxMessage]] = {}
     for mail in held:
         by_address.setdefault(mail.to_key, []).append(mail)
+    secret = server_secret(session, settings.secret)
     for key, mails in by_address.items():
         folded, later = mails[:FOLD_MOST], mails[FOLD_MOST:]
-        body = render("held.txt.j2", mails=folded, settings=settings)
+        body = render("held.txt.j2", mails=folded, settings=settings,
+                      stale=[out_of_date(session, settings, secret, m) for m in folded])
         session.execute(_INSERT, {
             "created_at": now, "message_id": new_message_id(settings),
             # to the address of the newest of them (a +tag of the mailbox, maybe)
@@ -158,3 +187,33 @@ def fold_held(session: Session, settings: Settings, now: datetime | None = None)
         for mail in later:
             mail.next_attempt_at = now + HOUR
     return len(by_address)
+
+
+def out_of_date(session: Session, settings: Settings, secret: bytes,
+                mail: OutboxMessage) -> str:
+    """How the board a held mail asked its reader to move on (or to answer on)
+    stands now, if it moved on since the mail was made: the mail's board and reply
+    address are out of date; "" if it did not, or the mail asked nothing."""
+    tag = None
+    if mail.reply_to:
+        tag = tag_of(mail.reply_to, settings.addresses) or marked_tag(mail.reply_to)
+
+    def changes(user_id: int) -> int:
+        user = session.get(User, user_id)
+        return 0 if user is None else user.credential_changes
+
+    token = None if not tag else read_token(secret, tag, changes)
+    if token is None:
+        # a reply address a new password revoked, or none: nothing to say
+        return ""
+    board = session.get(Board, token.board_id)
+    if board is None:
+        return ""
+    current = (not board.finished and board.takebacks == token.takebacks
+               and board.ply + 1 == token.ply
+               and (not token.request or open_request_id(session, board) == token.request))
+    if current:
+        return ""
+    engine = engine_of(board)
+    return render("held_stale.txt.j2", engine=engine, board=board,
+                  status=status_line(engine, board)).strip()

@@ -323,7 +323,9 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     # an HTML part there cost 15 % of the moves a second (docs/benchmarks.md)
     queue_mail(session, settings, to=answer_to, subject=scrub(reply.subject),
                body=scrub(reply.body), inbound_id=inbound_id, in_reply_to=mail.message_id,
-               reply_to=reply.reply_to, secret=ctx.secret_reply, kind=kind)
+               reply_to=reply.reply_to, secret=ctx.secret_reply, kind=kind,
+               # a player's own command, proved from their account's address: not held
+               asked=address_key(answer_to) in ctx.proved)
     queued = 1 + notifier.notify(ctx.service.events)
     # what was asked is logged by verb only: command lines may hold passwords
     log.info("message %s from %s: %s; %d mail(s) queued%s", inbound_id, answer_to,
