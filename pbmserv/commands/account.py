@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from pbmserv.commands.args import small_number
-from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
+from pbmserv.commands.base import Command, Context, Invocation, Result, login
 from pbmserv.config import Settings
 from pbmserv.db.models import MailPrefs, PasswordReset, User
 from pbmserv.db.status import DigestMode
@@ -30,7 +30,6 @@ from pbmserv.service.throttle import code_key
 from pbmserv.service.tournaments import TournamentService
 
 
-@command
 class Signup(Command):
     name = "signup"
     arguments = "userid password [email]"
@@ -69,7 +68,6 @@ class Signup(Command):
                           settings, f"{user.userid} waits for its confirmation"))
 
 
-@command
 class Confirm(Command):
     name = "confirm"
     arguments = "userid code"
@@ -105,7 +103,6 @@ class Confirm(Command):
                       subject=our_subject(settings, f"welcome, {user.userid}"))
 
 
-@command
 class Change(Command):
     name = "change"
     arguments = "password userid old new | address userid password email"
@@ -163,7 +160,6 @@ class Change(Command):
                           settings, f"{user.userid}'s new address waits for its confirmation"))
 
 
-@command
 class Signoff(Command):
     name = "signoff"
     arguments = "userid password"
@@ -181,7 +177,6 @@ class Signoff(Command):
                       subject=our_subject(ctx.settings, f"{user.userid} signed off"))
 
 
-@command
 class VacationCommand(Command):
     name = "vacation"
     arguments = "userid password [DAYS|off]"
@@ -210,7 +205,6 @@ class VacationCommand(Command):
         )
 
 
-@command
 class MailPreferences(Command):
     name = "notify"
     arguments = "userid password [html on|off | words on|off | digest daily|twice|off [HOUR]]"
@@ -275,7 +269,6 @@ def mail_reset_code(session: Session, settings: Settings, user: User, now: datet
     return code is not None, row
 
 
-@command
 class Reset(Command):
     name = "reset"
     arguments = "userid [code newpassword]"

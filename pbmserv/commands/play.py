@@ -13,7 +13,7 @@ from pbmserv.commands.args import (
     parse_challenge_words,
     split_move_number,
 )
-from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
+from pbmserv.commands.base import Command, Context, Invocation, Result, login
 from pbmserv.commands.general import game_help
 from pbmserv.db.models import Board, User
 from pbmserv.db.status import RequestKind
@@ -82,7 +82,6 @@ def started_result(ctx: Context, board: Board, user: User | None, *,
                                                                       board.players)))
 
 
-@command
 class GameHelp(Command):
     name = "help"
     per_game = True
@@ -90,10 +89,9 @@ class GameHelp(Command):
     max_args = 0
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
-        return Result(game_help(inv.engine), subject=f"{inv.engine.title} help")
+        return Result(game_help(inv.engine, ctx.commands), subject=f"{inv.engine.title} help")
 
 
-@command
 class Challenge(Command):
     name = "challenge"
     aliases = ("chall",)
@@ -171,7 +169,6 @@ def reply_address_player(ctx: Context, tag: str, users: list[User]) -> User | No
 MOVE_WORDS = ("resign", "propose", "draw", "accept", "reject", "undo", "decline")
 
 
-@command
 class MoveCommand(Command):
     name = "move"
     aliases = ("board",)
@@ -331,20 +328,17 @@ class BoardWordCommand(Command):
         return act(ctx, engine, board, user, self.name)
 
 
-@command
 class Resign(BoardWordCommand):
     name = "resign"
     summary = "give up the game (also accepted as the move 'resign'); the body is your comment"
 
 
-@command
 class Decline(BoardWordCommand):
     name = "decline"
     summary = ("end a board you have not moved on yet, with no result (also the move "
                "'decline')")
 
 
-@command
 class Queue(Command):
     name = "queue"
     per_game = True
