@@ -130,3 +130,19 @@ def test_a_held_bundle_says_which_boards_moved_on(db: Database, settings: Settin
     assert ("(Out of date: Honey Donuts board 101 has moved on since this mail was made, "
             "and its reply address no longer stands for a move. As it stands now: Game won "
             "by alice (Red): bob resigned. \"honeydonuts show 101\" sends it.)") in text
+
+
+# -- 2. Ex nihilo games that end after a ply or two ------------------------------------
+
+def test_an_exnihilo_loss_at_once_says_why(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    mailer.send("exnihilo challenge alice bob pw-alice -small")
+    mailer.reply("exnihilo move 101 alice pw-alice b2-a1")
+    text = flat(mailer.reply("exnihilo move 101 bob pw-bob b2-a2", sender="bob@example.org"))
+    assert ("Game won by bob (Black): White has no legal turn, because capturing is "
+            "compulsory and Black's stack on a2, the only one White could capture, cannot "
+            "move as a hostage (a single piece on the edge never can).") in text
+    help_text = flat(mailer.reply("exnihilo help"))
+    assert ("OPENINGS THAT LOSE AT ONCE A first move that makes a single piece on the edge "
+            "(a step that gains one ring and ends on the edge, like b2-a1 or c2-b1) loses at "
+            "once") in help_text
