@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from sqlalchemy import select
+from starlette.testclient import TestClient
 
 from pbmserv.bot_loop import BotLoop
 from pbmserv.config import Settings
@@ -17,6 +18,7 @@ from pbmserv.db.session import Database
 from pbmserv.db.status import OutboxStatus
 from pbmserv.games import get_engine
 from pbmserv.notifications.outbox import fold_held
+from pbmserv.web import create_app
 from tests.conftest import Mailer, check_mail_shape
 from tests.test_bot_games import alice_moves, board_row
 
@@ -146,3 +148,131 @@ def test_an_exnihilo_loss_at_once_says_why(mailer: Mailer) -> None:
     assert ("OPENINGS THAT LOSE AT ONCE A first move that makes a single piece on the edge "
             "(a step that gains one ring and ends on the edge, like b2-a1 or c2-b1) loses at "
             "once") in help_text
+
+
+# -- 4. replies that help ------------------------------------------------------------
+
+def test_an_unconfirmed_accounts_error_names_its_own_userid(mailer: Mailer) -> None:
+    mailer.signup("alice")
+    mailer.send("signup victor pw-victor-long", sender="victor@example.org")
+    text = mailer.reply("honeydonuts challenge alice victor", sender="victor@example.org")
+    assert text.startswith("""\
+> honeydonuts challenge ...
+ERROR: the account victor is not confirmed yet: it works once its address
+answers the confirmation mail sent there when it was opened (a reply will
+do: its Subject is the command that confirms it)
+""")
+    # to another address (a stranger's), nothing of the line is quoted back
+    text = mailer.reply("honeydonuts challenge alice victor", sender="mallory@example.net")
+    assert "victor" not in text
+
+
+def test_the_front_page_says_to_confirm(db: Database, settings: Settings) -> None:
+    with TestClient(create_app(db, settings)) as client:
+        page = " ".join(client.get("/").text.split())
+    assert ("then reply to the mail that comes back (its Subject, <code>confirm "
+            "&lt;userid&gt; &lt;code&gt;</code>, confirms your account), then send "
+            "<code>honeydonuts challenge &lt;userid&gt; bot1 &lt;password&gt;</code>") in page
+
+
+def test_a_move_with_words_after_it_is_quoted(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    out = mailer.send("honeydonuts challenge alice bob pw-alice")
+    [board_mail] = [m for m in out if m.to_addr == "alice@example.org"]
+    assert board_mail.reply_to is not None
+    out = mailer.send(f"Re: {board_mail.subject}", "a1-a2 please\n", To=board_mail.reply_to)
+    assert out[0].body.startswith("""\
+This looks like a reply to a board mail of Honey Donuts board 101, but I
+found no command in it: the Subject was left as it was, and the first line
+of the body ("a1-a2 ...") is not a command either, nor a move alone: a move
+goes alone on its line, your comment below it.
+""")
+
+
+def test_a_reply_to_a_chat_mail_says_how_to_chat(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    mailer.send("honeydonuts challenge alice bob pw-alice")
+    out = mailer.send("honeydonuts chat 101 bob pw-bob", "hello there", sender="bob@example.org")
+    [chat] = [m for m in out if m.to_addr == "alice@example.org"]
+    text = mailer.reply(f"Re: {chat.subject}", "hi to you\n", sender="alice@example.org")
+    assert text.startswith("""\
+This looks like a reply to a chat message of Honey Donuts board 101, but I
+found no command in it: the Subject was left as it was, and the first line
+of the body ("hi ...") is not a command either.
+
+To answer in the board's chat, write the command on the first line of the
+body (or as the Subject), and your message below it:
+
+    honeydonuts chat 101 <userid> <password>
+
+To move, write the command on the first line of the body (or as the
+Subject):
+
+    honeydonuts move 101 <userid> <password> <move>#n
+""")
+
+
+def test_a_reply_to_the_digest_says_how_to_move(mailer: Mailer) -> None:
+    mailer.signup("alice")
+    text = mailer.reply("Re: pbmserv digest: 2 boards wait for your move", "a1-a2\n")
+    assert text.startswith("""\
+This looks like a reply to your digest, but I found no command in it: the
+Subject was left as it was, and the first line of the body is not a command
+either.
+
+A digest shows several boards, so a reply to it cannot say which board a
+move is for. To move, reply to that board's own mail (a move alone will do
+there), or write the whole command on the first line of the body, as the
+board's "To move:" line in the digest shows it:
+
+    <game> move <board> <userid> <password> <move>#n
+""")
+    assert "neither a command nor a game" not in text
+
+
+def test_a_full_stop_after_a_move_is_left_out(mailer: Mailer, db: Database) -> None:
+    mailer.signup("alice", "bob")
+    mailer.send("honeydonuts challenge alice bob pw-alice")
+    text = mailer.reply("honeydonuts move 101 alice pw-alice A1-A2.")
+    assert "Your move a1-a2 on Honey Donuts board 101 has been played." in flat(text)
+    # and after a reply address's move, with its number
+    out = mailer.send("honeydonuts show 101", sender="bob@example.org")
+    assert out[0].reply_to is not None
+    engine = get_engine("honeydonuts")
+    assert engine is not None
+    board = board_row(db, "honeydonuts")
+    pos = engine.load(board.position, board.position_version)
+    move = engine.format_move(pos, engine.legal_moves(pos)[0])
+    text = flat(mailer.send("Re: x", f"{move.upper()}#2!\n", sender="bob@example.org",
+                            To=out[0].reply_to)[0].body)
+    assert f"Your move {move} on Honey Donuts board 101 has been played." in text
+
+
+def test_signing_off_with_boards_names_the_command(mailer: Mailer) -> None:
+    mailer.signup("victor", "bob")
+    mailer.send("honeydonuts challenge victor bob pw-victor", sender="victor@example.org")
+    text = flat(mailer.reply("signoff victor pw-victor", sender="victor@example.org"))
+    assert ("ERROR: victor still plays honeydonuts 101; finish or resign them first (to "
+            "resign one: honeydonuts resign 101 victor <password>; a board you have not "
+            "moved on yet: honeydonuts decline 101 victor <password>)") in text
+
+
+def test_a_reply_to_a_board_mail_from_before_a_password_change(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    out = mailer.send("honeydonuts challenge alice bob pw-alice")
+    [board_mail] = [m for m in out if m.to_addr == "alice@example.org"]
+    mailer.reply("change password alice pw-alice pw-alice-new")
+    assert board_mail.reply_to is not None
+    out = mailer.send(f"Re: {board_mail.subject}", "a1-a2\n", To=board_mail.reply_to)
+    [reply] = out
+    assert reply.body.startswith("""\
+> (your reply) a1-a2
+ERROR: this reply address of honeydonuts board 101 no longer stands for a
+move: alice's password (or address) changed since the board mail was sent,
+which voids the reply addresses made before. Nothing was played; the board
+as it stands is below, with a fresh reply address if it waits for you
+""")
+    assert reply.reply_to is not None and reply.reply_to != board_mail.reply_to
+    # the fresh one plays
+    text = flat(mailer.send("Re: x", "a1-a2\n", To=reply.reply_to)[0].body)
+    assert "Your move a1-a2 on Honey Donuts board 101 has been played." in text

@@ -441,4 +441,4 @@ def test_too_few_words_says_how_many_are_needed(mailer: Mailer) -> None:
         "ERROR: too few words after 'challenge': it needs 2 or more, this has 1\n"
         "\n"
         "Write it as: honeydonuts challenge userid1 userid2 [-option...]\n"
-        "[--nagtime=DAYS] [--forfeittime=DAYS]\n" + FOOTER)
+        "[--nagtime=DAYS] [--forfeittime=DAYS] [password]\n" + FOOTER)

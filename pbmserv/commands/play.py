@@ -3,6 +3,7 @@ decline, queue; and a game's help."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -36,7 +37,12 @@ from pbmserv.service.boards import (
 )
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.passwords import check_password
-from pbmserv.service.reply_tokens import ReplyToken, read_token, server_secret
+from pbmserv.service.reply_tokens import (
+    ReplyToken,
+    read_token,
+    revoked_token,
+    server_secret,
+)
 
 
 def acting(ctx: Context, inv: Invocation) -> tuple[AnyEngine, Board, User]:
@@ -240,9 +246,10 @@ def changes_of(session: Session, user_id: int) -> int:
 def reply_move(ctx: Context, tag: str, text: str) -> Result:
     """The move of a reply to a move-by-reply address: the address names the board,
     the player and the move; the reply's first line is the move (or a move word)."""
-    token = read_token(server_secret(ctx.session, ctx.settings.secret), tag,
-                       lambda user_id: changes_of(ctx.session, user_id))
+    secret = server_secret(ctx.session, ctx.settings.secret)
+    token = read_token(secret, tag, lambda user_id: changes_of(ctx.session, user_id))
     if token is None:
+        revoked_reply(ctx, secret, tag)
         raise PlayerError("this mail went to a reply address the server did not give "
                           "out (or one that was changed); write the whole command instead, "
                           "as the \"To move:\" line of the board mail shows it")
@@ -269,6 +276,30 @@ def reply_move(ctx: Context, tag: str, text: str) -> Result:
         return act(ctx, engine, board, user, move.lower())
     notation = service.play(board, user, move, comment=ctx.comment, expected_ply=token.ply)
     return moved(ctx, board, user, notation)
+
+
+def revoked_reply(ctx: Context, secret: bytes, tag: str) -> None:
+    """A reply from a player's own address to a reply address of theirs that a new
+    password (or address) made void: a PlayerError that says so and shows the board as
+    it stands, with a fresh reply address; None if ``tag`` is no such address."""
+    found = _TAG_USER.match(tag.strip().lower())
+    user = ctx.session.get(User, int(found.group(1))) if found else None
+    token = None if user is None else revoked_token(secret, tag, user.credential_changes)
+    if token is None or user is None or user.email != ctx.sender.lower():
+        return  # to another address than the player's, no word of their account
+    board = load_board_by_id(ctx.session, token.board_id)
+    if board is None or all(p.user_id != user.id for p in board.players):
+        return
+    raise PlayerError(
+        f"this reply address of {board.game} board {board.number} no longer stands for a "
+        f"move: {user.userid}'s password (or address) changed since the board mail was "
+        "sent, which voids the reply addresses made before. Nothing was played; the board "
+        "as it stands is below, with a fresh reply address if it waits for you",
+        board=board)
+
+
+#: the player's id in a reply address's tag (checked by its signature afterwards)
+_TAG_USER = re.compile(r"b[0-9]{1,10}u([0-9]{1,10})m")
 
 
 #: what may be written to an address that answers a request ("decline": the offer)

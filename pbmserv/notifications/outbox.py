@@ -24,6 +24,7 @@ from pbmserv.db.status import AnswerKind, OutboxStatus
 from pbmserv.mail.addresses import address_key, base_address, marked_tag, tag_mark, tag_of
 from pbmserv.notifications.views import status_line
 from pbmserv.render import render
+from pbmserv.service.accounts import has_account
 from pbmserv.service.boards import engine_of, open_request_id
 from pbmserv.service.reply_tokens import read_token, server_secret
 
@@ -78,8 +79,8 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
     ``kind``: a reply counted by ``refusals_per_address_day``.  ``asked``: the mail
     answers its reader's own mail that proved their account (the reply to a player's
     own command, a bot's move on their board): it counts toward the hourly limits
-    but is never held by them.  The first mail held for an address in its hour is
-    announced at once (``held_notice.txt.j2``): until when, and why."""
+    but is never held by them.  The first mail held for an account's address in its
+    hour is announced at once (``held_notice.txt.j2``): until when, and why."""
     if reply_to and not settings.subaddressing:
         reply_to, subject = _tag_outside_address(settings, reply_to, subject)
     now = utcnow()
@@ -91,7 +92,8 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
         status = OutboxStatus.HELD  # folded into one mail when its hour is up
         release = session.scalar(_RELEASE, {"to": key})
         due = release or now + HOUR
-        if release is None:  # the first held: the reader is told at once
+        if release is None and has_account(session, to):  # the first held: a player is
+            # told at once (not an address that is no account's: its mail may be forged)
             _announce(session, settings, to, key, due, replies=too_many_replies,
                       inbound_id=inbound_id)
     return int(session.execute(_INSERT, {
