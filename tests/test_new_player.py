@@ -17,7 +17,7 @@ from pbmserv.db.models import OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.db.status import OutboxStatus
 from pbmserv.games import get_engine
-from pbmserv.notifications.outbox import fold_held
+from pbmserv.notifications.held import fold_held
 from pbmserv.web import create_app
 from tests.conftest import Mailer, check_mail_shape
 from tests.test_bot_games import alice_moves, board_row
