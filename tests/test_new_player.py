@@ -276,3 +276,52 @@ as it stands is below, with a fresh reply address if it waits for you
     # the fresh one plays
     text = flat(mailer.send("Re: x", "a1-a2\n", To=reply.reply_to)[0].body)
     assert "Your move a1-a2 on Honey Donuts board 101 has been played." in text
+
+
+# -- 5. wordings -----------------------------------------------------------------------
+
+def test_an_answered_draw_offer_is_called_an_offer(mailer: Mailer, db: Database) -> None:
+    mailer.signup("alice", "bob")
+    mailer.send("hexamoeba challenge alice bob pw-alice")
+    mailer.send("hexamoeba move 101 alice pw-alice propose")
+    out = mailer.send("hexamoeba move 101 bob pw-bob accept", sender="bob@example.org")
+    [alice_mail] = [m for m in out if m.to_addr == "alice@example.org"]
+    assert alice_mail.body.startswith(
+        "bob accepted your offer to end the game by agreement.\n")
+    assert "request" not in alice_mail.body.split("\n\n")[0]
+
+
+def test_a_two_move_undo_says_both_moves_go(mailer: Mailer, db: Database) -> None:
+    mailer.signup("alice", "bob")
+    mailer.send("honeydonuts challenge alice bob pw-alice")
+    play(mailer, db, "alice")
+    play(mailer, db, "bob")
+    # alice's turn again: her last move and bob's answer to it would go back
+    out = mailer.send("honeydonuts move 101 alice pw-alice undo")
+    [reply] = [m for m in out if m.to_addr == "alice@example.org"]
+    assert flat(reply.body).startswith(
+        "> honeydonuts move 101 alice ***** undo You have asked to take back your last move "
+        "on Honey Donuts board 101, and your opponent's answer to it (two moves). Your "
+        "opponent may answer")
+    [bob_mail] = [m for m in out if m.to_addr == "bob@example.org"]
+    text = flat(bob_mail.body)
+    assert text.startswith("alice asks to take back their last move and bob's answer to "
+                           "it (two moves).")
+    assert ("Open request: alice asks to take back alice's last move and bob's answer to it "
+            "(two moves). bob answers with the move \"accept\" or \"reject\".") in text
+
+
+def test_a_record_says_what_its_line_breaks_are(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob")
+    mailer.send("honeydonuts challenge alice bob pw-alice")
+    mailer.send("honeydonuts move 101 alice pw-alice a1-a2", "first line\nsecond line")
+    text = mailer.reply("honeydonuts record 101", sender="bob@example.org")
+    assert """\
+The same record as JSON: "honeydonuts record 101 json".
+In a comment, \\n stands for a line break its writer made: written so, the
+record reads back exactly as it was sent.
+""" in text
+    assert "{first line\\nsecond line}" in text
+    # without a line break in any comment, nothing to say
+    mailer.send("honeydonuts challenge alice bob pw-alice")
+    assert "stands for a line break" not in mailer.reply("honeydonuts record 102")

@@ -176,7 +176,7 @@ def test_the_digest_tells_offers_answers_and_cleared_queues(mailer: Mailer, db: 
         "  bob has offered to end the game by agreement.\n"
         "    bob writes:\n"
         "      Call it a day?\n"
-        "  You rejected bob's request to end the game by agreement.\n"
+        "  You rejected bob's offer to end the game by agreement.\n"
         "    alice writes:\n"
         "      Not yet.\n"
         "  bob played a3-a2\n"

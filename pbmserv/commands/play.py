@@ -34,6 +34,7 @@ from pbmserv.service.boards import (
     open_request_id,
     player_of,
     request_event,
+    seats_of,
 )
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.passwords import check_password
@@ -224,10 +225,13 @@ def moved(ctx: Context, board: Board, user: User, notation: str) -> Result:
 def act(ctx: Context, engine: AnyEngine, board: Board, user: User, word: str) -> Result:
     """A move word: resign, a request (propose/draw, undo), an answer, decline."""
     service = ctx.service
+    answer_too = False
     if word == "resign":
         service.resign(board, user, comment=ctx.comment)
     elif word in ("propose", "draw", "undo"):
         kind = RequestKind.UNDO if word == "undo" else RequestKind.DRAW
+        # an undo on one's own turn takes back the opponent's answer too
+        answer_too = kind is RequestKind.UNDO and board.to_move in seats_of(board, user)
         service.request(board, user, kind, comment=ctx.comment)
     elif word in ("accept", "reject"):
         service.answer(board, user, word == "accept", comment=ctx.comment)
@@ -236,7 +240,7 @@ def act(ctx: Context, engine: AnyEngine, board: Board, user: User, word: str) ->
     agreed = agreed_ending(engine, board) if word in ("propose", "draw") else None
     # (a bot answers an undo at once: the notes say how, nothing is left to answer)
     return board_result(ctx, board, user, "commands/act.txt.j2", word=word, agreed=agreed,
-                        answered=board.request_kind is None)
+                        answered=board.request_kind is None, answer_too=answer_too)
 
 
 def changes_of(session: Session, user_id: int) -> int:

@@ -391,8 +391,10 @@ class GameService:
                     raise PlayerError("you may take back your own last move only (with the "
                                       "answer to it, if your opponent has answered)",
                                       board=board)
+        # an undo on one's own turn takes back the opponent's answer too
+        answer_too = kind is RequestKind.UNDO and board.to_move == seat
         board.request_kind, board.request_by = kind, seat
-        self._record(RequestMade(board.id, kind, seat, comment or None))
+        self._record(RequestMade(board.id, kind, seat, comment or None, answer_too))
         answerer = player_of(board, 1 - seat)
         bot = get_bot(answerer.bot) if answerer.bot is not None else None
         if kind is RequestKind.UNDO and bot is not None:
