@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from pbmserv import wakeups
 from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board, GameNotify, User
 from pbmserv.db.status import AnswerKind, DigestMode
 from pbmserv.games import AnyEngine
@@ -286,7 +287,8 @@ class Notifier:
         if chosen is not None and chosen.words:
             summary += "\n" + words_text(view)
         link = move_url(self.settings, reply_to)
-        body = render("nag.txt.j2", board=view, userid=user.userid, event=event,
+        left = 0.0 if view.deadline is None else (view.deadline - utcnow()).total_seconds()
+        body = render("nag.txt.j2", board=view, userid=user.userid, event=event, left=left,
                       summary=summary, by_reply=reply_to is not None, answer=None,
                       example=view.example, move_url=link)
         html = self._drawn(subject.strip(), body, view, link) if chosen is None or chosen.html \
