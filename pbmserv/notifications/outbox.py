@@ -52,7 +52,8 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
                inbound_id: int | None = None, in_reply_to: str | None = None,
                reply_to: str | None = None, html: str | None = None,
                secret: bool = False, listed: tuple[str, str] | None = None,
-               cause: str | None = None, kind: AnswerKind | None = None) -> int:
+               cause: str | None = None, kind: AnswerKind | None = None,
+               alert: int | None = None) -> int:
     """Queue one mail; returns its outbox id.  ``html``: the same mail as HTML, sent
     beside the text as multipart/alternative.  Where the mailbox has no sub-addresses
     (``subaddressing`` off), a ``pbmserv+TAG@host`` Reply-To becomes the plain address
@@ -62,7 +63,8 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
     people subscribe to (pbmserv.notifications.lists).  ``cause``: the key of the
     sender whose mail makes this one for someone who did not ask for it (counted by
     ``mails_to_others_per_hour``; nothing when it is the sender's own address);
-    ``kind``: a reply counted by ``refusals_per_address_day``."""
+    ``kind``: a reply counted by ``refusals_per_address_day``; ``alert``: the incident
+    (or report) a mail to the administrator is about."""
     if reply_to and not settings.subaddressing:
         reply_to, subject = _tag_outside_address(settings, reply_to, subject)
     now = utcnow()
@@ -81,6 +83,7 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
         "list_id": listed[0] if listed else None, "unsubscribe": listed[1] if listed else None,
         "status": status, "attempts": 0, "next_attempt_at": due,
         "cause_key": cause if cause and cause != key else None, "answer_kind": kind,
+        "alert_id": alert,
     }).scalar_one())
 
 
