@@ -158,7 +158,7 @@ def _digest_batch(db: Database, settings: Settings, now: datetime | None,
         for prefs in due:
             user = session.get(User, prefs.user_id)
             mail = None if user is None or user.closed_at else digest(
-                session, user, prefs.digest_event_id, upto, settings.server_name)
+                session, user, prefs.digest_event_id, upto, settings.server_name, when)
             if user is not None and mail is not None:
                 queue_mail(session, settings, to=user.email, subject=mail[0], body=mail[1],
                            listed=list_fields(session, settings, DIGEST, user))

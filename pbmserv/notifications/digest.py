@@ -10,15 +10,18 @@ twice.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board, BoardEvent, BoardPlayer, User
 from pbmserv.db.status import BoardStatus
 from pbmserv.games import AnyEngine
 from pbmserv.notifications.notes import comments_of, notes_of
 from pbmserv.notifications.views import board_summary, status_line
+from pbmserv.reads.turns import Turn, turns_of
 from pbmserv.render import render
 from pbmserv.service.boards import engine_of, player_of
 from pbmserv.service.events import (
@@ -47,6 +50,8 @@ class BoardNews:
     news: bool = False
     #: the id of the user who played the last move seen
     last_mover: int | None = None
+    #: the board waits for the reader's move: since when, until when (reads.turns)
+    turn: Turn | None = None
 
 
 def _tell(item: BoardNews, user: User, events: list[Event]) -> None:
@@ -75,7 +80,7 @@ def _tell(item: BoardNews, user: User, events: list[Event]) -> None:
 
 
 def digest(session: Session, user: User, since: int, upto: int,
-           name: str = "pbmserv") -> tuple[str, str] | None:
+           name: str = "pbmserv", now: datetime | None = None) -> tuple[str, str] | None:
     """(subject, body) of the user's digest of events ``since`` < id <= ``upto``, or
     None when there is nothing to tell: no board waits for their move and nothing
     they did not do themselves happened on the boards they play."""
@@ -102,12 +107,14 @@ def digest(session: Session, user: User, since: int, upto: int,
         group.append(event)
     if group:
         _tell(news[group[0].board_id or 0], user, group)
-    waiting = [b for b in boards.values() if b.status is BoardStatus.ACTIVE
-               and player_of(b, b.to_move).id == user.id]
-    for board in waiting:
-        news.setdefault(board.id, BoardNews(engine_of(board), board))
+    # the boards waiting for the player's move, the longest waiting first: the list
+    # 'turns' mails and the web player page shows
+    waiting = turns_of(session, user, now or utcnow()).turns
+    for turn in waiting:
+        item = news.setdefault(turn.board.id, BoardNews(turn.engine, turn.board))
+        item.turn = turn
     ended = [n for n in news.values() if n.board.finished and n.news]
-    to_move = [news[b.id] for b in sorted(waiting, key=lambda b: (b.game, b.number))]
+    to_move = [news[t.board.id] for t in waiting]
     if not to_move and not ended:
         return None
     for item in [*to_move, *ended]:

@@ -234,7 +234,7 @@ def handle(session: Session, settings: Settings, inbound_id: int,
         return InboundStatus.IGNORED
     now = utcnow()
     ctx = Context(session, settings, sender=mail.reply_to, service=GameService(session),
-                  inbound_id=inbound_id,
+                  inbound_id=inbound_id, named_reply_to=mail.named_reply_to,
                   raw_comment=mail.comment if mail.source != "multiple" else "",
                   others=MailsToOthers(address_key(mail.reply_to),
                                        settings.mails_to_others_per_mail,

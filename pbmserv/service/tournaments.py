@@ -168,6 +168,18 @@ def games_of(session: Session, tournament: Tournament) -> list[TournamentGame]:
         .order_by(TournamentGame.round, TournamentGame.id)))
 
 
+def rounds_of(session: Session, board_ids: Sequence[int]) -> dict[int, tuple[str, int]]:
+    """The tournament and round of each of the boards that is a tournament's."""
+    if not board_ids:
+        return {}
+    rows = session.execute(
+        select(TournamentGame.board_id, Tournament.name, TournamentGame.round)
+        .join(Tournament, Tournament.id == TournamentGame.tournament_id)
+        .where(TournamentGame.board_id.in_(list(board_ids)))).tuples()
+    return {board_id: (name, round_) for board_id, name, round_ in rows
+            if board_id is not None}
+
+
 def pairings(games: Sequence[TournamentGame]) -> list[Pairing[int]]:
     return [Pairing(g.round, g.first_id, g.second_id,
                     None if g.second_id is None else g.score) for g in games]

@@ -10,9 +10,10 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from pbmserv.db.models import Board, Seek, Tournament, TournamentGame
+from pbmserv.db.models import Board, Seek
 from pbmserv.db.status import BoardStatus, SeekStatus
 from pbmserv.service.pages import PAGE_SIZE, Page, boards_of_game, boards_of_player, window
+from pbmserv.service.tournaments import rounds_of
 
 __all__ = ["PAGE_SIZE", "Page", "boards_of_game", "boards_of_player", "window"]
 
@@ -39,8 +40,4 @@ def count_open_seeks(session: Session, game: str) -> int:
 
 def tournament_of(session: Session, board: Board) -> tuple[str, int] | None:
     """(tournament name, round) of a tournament's board."""
-    row = session.execute(
-        select(Tournament.name, TournamentGame.round)
-        .join(Tournament, Tournament.id == TournamentGame.tournament_id)
-        .where(TournamentGame.board_id == board.id)).tuples().first()
-    return None if row is None else (row[0], row[1])
+    return rounds_of(session, [board.id]).get(board.id)
