@@ -92,6 +92,9 @@ def test_the_front_page_lists_the_games_and_open_challenges(site: Site) -> None:
     seeks = html[html.index('<table class="list seeks">'):]
     assert "<td>Hexamoeba</td><td class=\"n\">1</td>" in seeks
     assert '<a href="/players/carol">carol</a>' in seeks
+    # each challenge's clock, as the seek set it
+    assert "<td>none</td><td>a reminder after 3 days without a move, lost on time after 10" \
+        "</td>" in seeks
 
 
 def test_a_game_lists_its_boards_newest_first(site: Site) -> None:
