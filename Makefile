@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint check clean bench axe
+.PHONY: run test lint check clean bench axe messages
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,19 @@ bench: $(STAMP)
 	$(BIN)/python bench/bot_answer.py --bot bot3 --game amoeba --moves 5
 	$(BIN)/python bench/flat_cost.py
 	$(BIN)/python bench/attacks.py
+
+# make messages: the words of the templates (and the code's messages) extracted into
+# pbmserv/locale/messages.pot and merged into each language's catalogue, whose new
+# strings are then to translate (docs/architecture.md: adding a string, a language).
+# The catalogues are read as they are when the server starts: nothing to compile.
+LOCALE := pbmserv/locale
+messages: $(STAMP)
+	$(BIN)/pybabel -q extract -F babel.cfg --omit-header --sort-output --no-wrap \
+	    --add-location=file -o $(LOCALE)/messages.pot .
+	for po in $(LOCALE)/*/LC_MESSAGES/messages.po; do \
+	    $(BIN)/pybabel -q update --no-wrap --ignore-obsolete --previous --ignore-pot-creation-date \
+	        -i $(LOCALE)/messages.pot -o $$po -l $$(basename $$(dirname $$(dirname $$po))) \
+	        || exit 1; done
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache .cache

@@ -7,6 +7,14 @@ with autoescape on, so every value a template prints is escaped unless it is alr
 ``html_mail``): a third environment, the same but that its templates get the rules of
 ``boards/board.css`` written into their elements' ``style`` attributes as they load
 (``pbmserv.styles``), for mail readers that ignore style sheets; no mail is rewritten.
+
+All three speak the language of ``pbmserv.i18n.speaking``: their words are marked with
+``{% trans %}`` blocks (Jinja's i18n extension, new-style gettext: a block's variables
+are named, ``{% trans name=user.userid %}...{{ name }}...{% endtrans %}``, and plurals
+go through ``{% pluralize %}``), looked up in that language's catalogue.  A value the
+code made in English (an error's message, a command's summary) is looked up with the
+``translated`` filter, and stays English where the catalogue lacks it.  Widths are
+counted in columns (``width``): an East Asian wide character takes two.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from typing import Any
 from jinja2 import BaseLoader, Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from pbmserv import i18n
 from pbmserv.mail.quotes import mask_addresses
 from pbmserv.styles import StyledLoader
 
@@ -182,6 +191,20 @@ class FlatEnvironment(Environment):
         return {**self.globals, **(d or {})}
 
 
+#: the i18n extension's settings, the same in every environment and in the extractor
+#: (babel.cfg): a block's text is kept as written, so English is the template's own
+I18N = "jinja2.ext.i18n"
+
+
+def _speaks(env: Environment) -> None:
+    """Give ``env`` the catalogues of ``pbmserv.i18n`` (all set before a template loads)."""
+    env.install_gettext_callables(  # type: ignore[attr-defined]
+        i18n.gettext, i18n.ngettext, newstyle=True, pgettext=i18n.pgettext,
+        npgettext=i18n.npgettext)
+    env.policies["ext.i18n.trimmed"] = False
+    env.filters["translated"] = i18n.gettext
+
+
 @cache
 def environment() -> Environment:
     env = FlatEnvironment(
@@ -192,7 +215,9 @@ def environment() -> Environment:
         keep_trailing_newline=True,
         autoescape=False,
         auto_reload=False,  # templates do not change while the server runs
+        extensions=[I18N],
     )
+    _speaks(env)
     env.filters["wrap"] = wrap
     env.filters["duration"] = duration
     env.filters["time_taken"] = time_taken
@@ -215,7 +240,9 @@ def _html_environment(loader: BaseLoader) -> Environment:
         lstrip_blocks=True,
         autoescape=True,
         auto_reload=False,
+        extensions=[I18N],
     )
+    _speaks(env)
     env.filters["duration"] = duration
     env.filters["time_taken"] = time_taken
     env.filters["mask_addresses"] = mask_addresses

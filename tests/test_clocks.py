@@ -219,7 +219,7 @@ def test_a_crash_between_the_nag_and_its_mail_loses_and_repeats_nothing(
 
 def test_a_board_whose_clock_fails_keeps_no_other_waiting(
         mailer: Mailer, db: Database, settings: Settings,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     start(mailer)
     mailer.reply("exnihilo challenge alice bob")  # alice to move there
     time_passes(db, 7.5)
@@ -233,6 +233,10 @@ def test_a_board_whose_clock_fails_keeps_no_other_waiting(
     with monkeypatch.context() as patch:
         patch.setattr(GameService, "check_clock", broken_on_honeydonuts)
         assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Ex nihilo Board 101 alice"]
+    # why the batch was given up for one board at a time is in the log
+    assert [r.getMessage() for r in caplog.records if r.name == "pbmserv.timers"
+            and "batch" in r.getMessage()] == [
+        "clock: the batch of due boards failed (ValueError: a bug); each board is tried alone"]
     with db.transaction() as s:
         broken = s.scalar(select(Board).where(Board.game == "honeydonuts"))
         assert broken is not None and broken.nags_sent == 0 and broken.clock_due_at is not None

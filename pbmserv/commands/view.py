@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from functools import partial
 
-from sqlalchemy import select
-
 from pbmserv.commands.args import board_number, parse_board_ref
-from pbmserv.commands.base import Command, Context, Invocation, Result, command
-from pbmserv.db.models import Board, BoardPlayer, User
-from pbmserv.db.status import BoardStatus
+from pbmserv.commands.base import Command, Context, Invocation, Result
+from pbmserv.db.models import Board, User
 from pbmserv.games.base import RuleError
 from pbmserv.notifications import Notifier
-from pbmserv.notifications.outbox import our_subject
+from pbmserv.notifications.subjects import our_subject
 from pbmserv.notifications.views import (
     LISTED_ROUNDS,
     board_view,
@@ -21,6 +18,8 @@ from pbmserv.notifications.views import (
     summary_text,
 )
 from pbmserv.notifications.words import words_text
+from pbmserv.reads.boards import PLAYER_FILTERS, boards_of_user
+from pbmserv.reads.pages import PAGE_SIZE
 from pbmserv.reads.turns import turns_of
 from pbmserv.render import render
 from pbmserv.service.accounts import accounts_at, existing_user
@@ -33,9 +32,8 @@ from pbmserv.service.budget import (
 )
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import move_hint
-from pbmserv.service.pages import PAGE_SIZE
 
-GAME_FILTERS = ("active", "all", "inactive", "next")
+GAME_FILTERS = PLAYER_FILTERS
 
 
 def user_boards(ctx: Context, inv: Invocation, userid: str, which: str) -> Result:
@@ -43,18 +41,7 @@ def user_boards(ctx: Context, inv: Invocation, userid: str, which: str) -> Resul
     if which not in GAME_FILTERS:
         raise PlayerError(f"choose one of {', '.join(GAME_FILTERS)}", usage=True)
     user = existing_user(ctx.session, userid)
-    query = (
-        select(Board).join(BoardPlayer)
-        .where(Board.game == engine.name, BoardPlayer.user_id == user.id)
-        .distinct().order_by(Board.number.desc()).limit(PAGE_SIZE + 1)
-    )
-    if which in ("active", "next"):
-        query = query.where(Board.status == BoardStatus.ACTIVE)
-    elif which == "inactive":
-        query = query.where(Board.status == BoardStatus.FINISHED)
-    if which == "next":  # the player's seat is the one to move
-        query = query.where(BoardPlayer.seat == Board.to_move)
-    boards = list(ctx.session.scalars(query).unique())
+    boards = boards_of_user(ctx.session, engine.name, user.id, which, PAGE_SIZE + 1)
     more = len(boards) > PAGE_SIZE
     rows = [(b, status_line(engine, b)) for b in boards[:PAGE_SIZE]][::-1]
     return Result(
@@ -64,7 +51,6 @@ def user_boards(ctx: Context, inv: Invocation, userid: str, which: str) -> Resul
     )
 
 
-@command
 class Show(Command):
     name = "show"
     per_game = True
@@ -107,7 +93,6 @@ class Show(Command):
         return Result(text, subject=f"{engine.title} Board {board.number}", board=board)
 
 
-@command
 class Games(Command):
     name = "games"
     per_game = True
@@ -121,7 +106,6 @@ class Games(Command):
         return user_boards(ctx, inv, inv.args[0], which)
 
 
-@command
 class Preview(Command):
     name = "preview"
     per_game = True
@@ -156,7 +140,6 @@ class Preview(Command):
         )
 
 
-@command
 class Moves(Command):
     name = "moves"
     per_game = True
@@ -184,7 +167,6 @@ def reply_address(notifier: Notifier, user: User, board: Board) -> str | None:
     return notifier.reply_address(board, user)
 
 
-@command
 class TurnsCommand(Command):
     name = "turns"
     aliases = ("games",)

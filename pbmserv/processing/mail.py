@@ -14,7 +14,9 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from pbmserv.commands import lookup
+from pbmserv.bounces.handling import handle_bounce
+from pbmserv.bounces.scoring import resume
+from pbmserv.commands import REGISTRY, lookup
 from pbmserv.commands.base import MASK, Command, Context, Invocation, Result, mask_words
 from pbmserv.commands.play import reply_move
 from pbmserv.config import Settings
@@ -25,8 +27,10 @@ from pbmserv.games import ENGINES, get_engine
 from pbmserv.mail.addresses import address_key
 from pbmserv.mail.parse import ParsedMail
 from pbmserv.notifications import Notifier
-from pbmserv.notifications.outbox import Answered, answered, our_subject, queue_mail
+from pbmserv.notifications.answered import Answered, answered
 from pbmserv.notifications.replies import BoardAnswer, Section, folded, pin
+from pbmserv.notifications.subjects import our_subject
+from pbmserv.notifications.unprocessed import tell_refused
 from pbmserv.processing.answers import (
     DAY,
     account_address,
@@ -39,15 +43,13 @@ from pbmserv.processing.answers import (
     welcome_refused,
 )
 from pbmserv.processing.at_rest import secret_words
-from pbmserv.processing.bounces import handle_bounce
-from pbmserv.processing.unsubscribe import handle_unsubscribe
 from pbmserv.render import render
 from pbmserv.service.accounts import has_account
-from pbmserv.service.bounces import resume
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import GameService
 from pbmserv.service.limits import MailsToOthers
 from pbmserv.service.throttle import record_failure
+from pbmserv.unsubscribe.by_mail import handle_unsubscribe
 
 log = logging.getLogger(__name__)
 TRANSIENT_RETRIES = 5
@@ -234,7 +236,8 @@ def handle(session: Session, settings: Settings, inbound_id: int,
         return InboundStatus.IGNORED
     now = utcnow()
     ctx = Context(session, settings, sender=mail.reply_to, service=GameService(session),
-                  inbound_id=inbound_id, named_reply_to=mail.named_reply_to,
+                  commands=REGISTRY, inbound_id=inbound_id, reply_tag=mail.reply_tag,
+                  named_reply_to=mail.named_reply_to,
                   raw_comment=mail.comment if mail.source != "multiple" else "",
                   others=MailsToOthers(address_key(mail.reply_to),
                                        settings.mails_to_others_per_mail,
@@ -257,11 +260,9 @@ def handle(session: Session, settings: Settings, inbound_id: int,
             log.info("message %s from %s refused (%s), %s", inbound_id, mail.reply_to,
                      mail.refusal, mail.silent_reason)
             return InboundStatus.IGNORED
-        queue_mail(session, settings, to=mail.reply_to,
-                   subject=our_subject(settings, "your mail was not read"),
-                   body=render("refused.txt.j2", refusal=mail.refusal, settings=settings,
-                               last=_last_answer(settings, done)),
-                   inbound_id=inbound_id, in_reply_to=mail.message_id, kind=AnswerKind.REFUSAL)
+        tell_refused(session, settings, to=mail.reply_to, refusal=mail.refusal,
+                     last=_last_answer(settings, done), inbound_id=inbound_id,
+                     in_reply_to=mail.message_id)
         log.info("message %s from %s refused: %s", inbound_id, mail.reply_to, mail.refusal)
         return InboundStatus.DONE
     if welcome:
@@ -319,11 +320,8 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     reply = notifier.reply(sections, reader=answer_to, resumed=resumed, last=last,
                            via_list=mail.via_list,
                            password_seen=listed and bool(ctx.passwords))
-    # text only: the reply to one's own command is on the hot path of every move, and
-    # an HTML part there cost 15 % of the moves a second (docs/benchmarks.md)
-    queue_mail(session, settings, to=answer_to, subject=scrub(reply.subject),
-               body=scrub(reply.body), inbound_id=inbound_id, in_reply_to=mail.message_id,
-               reply_to=reply.reply_to, secret=ctx.secret_reply, kind=kind)
+    notifier.send_reply(reply, to=answer_to, in_reply_to=mail.message_id,
+                        secret=ctx.secret_reply, kind=kind)
     queued = 1 + notifier.notify(ctx.service.events)
     # what was asked is logged by verb only: command lines may hold passwords
     log.info("message %s from %s: %s; %d mail(s) queued%s", inbound_id, answer_to,

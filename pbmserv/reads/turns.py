@@ -16,12 +16,11 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from pbmserv.db.models import Board, BoardPlayer, User
+from pbmserv.db.models import Board, BoardPlayer, Move, User
 from pbmserv.db.status import BoardStatus
-from pbmserv.games import AnyEngine
-from pbmserv.service import clock
-from pbmserv.service.boards import engine_of, last_move
-from pbmserv.service.tournaments import rounds_of
+from pbmserv.games import AnyEngine, get_engine
+from pbmserv.reads import clocks
+from pbmserv.reads.boards import rounds_of
 
 #: the most boards a list holds (the longest waiting); how many more is said
 TURNS_LISTED = 100
@@ -83,12 +82,15 @@ def turns_of(session: Session, user: User, now: datetime, *,
     rounds = rounds_of(session, [b.id for b in boards])
     turns = []
     for board in boards:
-        previous = last_move(session, board)
+        previous = session.scalar(select(Move).where(Move.board_id == board.id,
+                                                     Move.ply == board.ply)) if board.ply else None
+        engine = get_engine(board.game)
+        assert engine is not None, f"game {board.game!r} is not installed"
         opponents = [p for p in board.players if p.user_id != user.id]
-        on_vacation = clock.away(session, board, now)
-        deadline = clock.deadline(session, board, now)
+        on_vacation = clocks.away(session, board, now)
+        deadline = clocks.deadline(session, board, now)
         turns.append(Turn(
-            board=board, engine=engine_of(board), move=board.ply + 1,
+            board=board, engine=engine, move=board.ply + 1,
             since=board.turn_started_at, deadline=deadline,
             left=0.0 if deadline is None else (deadline - now).total_seconds(),
             taken_up=all(p.accepted_at is not None for p in board.players
