@@ -1,10 +1,15 @@
-"""Game commands that only look: show, games, preview, moves."""
+"""Commands that only look: show, games, preview, moves, and turns (every game)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from pbmserv.commands.args import board_number, parse_board_ref
 from pbmserv.commands.base import Command, Context, Invocation, Result
+from pbmserv.db.models import Board, User
 from pbmserv.games.base import RuleError
+from pbmserv.notifications import Notifier
+from pbmserv.notifications.subjects import our_subject
 from pbmserv.notifications.views import (
     LISTED_ROUNDS,
     board_view,
@@ -15,10 +20,16 @@ from pbmserv.notifications.views import (
 from pbmserv.notifications.words import words_text
 from pbmserv.reads.boards import PLAYER_FILTERS, boards_of_user
 from pbmserv.reads.pages import PAGE_SIZE
+from pbmserv.reads.turns import turns_of
 from pbmserv.render import render
-from pbmserv.service.accounts import existing_user
+from pbmserv.service.accounts import accounts_at, existing_user
 from pbmserv.service.boards import load_board, position_at, position_of
-from pbmserv.service.budget import LISTED_MOVES_PER_UNIT, MOVES_LIST_COST, moves_within
+from pbmserv.service.budget import (
+    LISTED_MOVES_PER_UNIT,
+    MOVES_LIST_COST,
+    TURNS_COST,
+    moves_within,
+)
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import move_hint
 
@@ -150,3 +161,39 @@ class Moves(Command):
                    status=status_line(engine, board)),
             subject=f"{engine.title} Board {board.number} moves",
         )
+
+
+def reply_address(notifier: Notifier, user: User, board: Board) -> str | None:
+    return notifier.reply_address(board, user)
+
+
+class TurnsCommand(Command):
+    name = "turns"
+    aliases = ("games",)
+    arguments = "[userid]"
+    summary = ("every board, of every game and tournament, that waits for your move (or "
+               "userid's), the longest waiting first: when its clock runs out, the "
+               "opponent's last move, and the address that takes your move by reply")
+    max_args = 1
+
+    def run(self, ctx: Context, inv: Invocation) -> Result:
+        if inv.args:
+            users = [existing_user(ctx.session, inv.args[0])]
+        else:
+            users = accounts_at(ctx.session, ctx.sender)
+            if not users:
+                raise PlayerError(render("commands/turns_refused.txt.j2").strip(),
+                                  usage=True)
+        notifier = Notifier(ctx.session, ctx.settings)
+        lists = []
+        for user in users:
+            ctx.budget.charge(TURNS_COST, f"the boards waiting for {user.userid}")
+            # a move's reply address goes only where the player's own mail goes
+            private = ctx.replies_to(user.email)
+            lists.append(turns_of(ctx.session, user, ctx.service.now,
+                                  address=partial(reply_address, notifier, user)
+                                  if private else None))
+        private = all(ctx.replies_to(u.email) for u in users)
+        return Result(render("commands/turns.txt.j2", lists=lists, private=private),
+                      subject=our_subject(ctx.settings, "your turns" if not inv.args
+                                          else f"{users[0].userid}'s turns", colon=False))

@@ -30,7 +30,7 @@ from pbmserv.mail.headers import MAX_HEADER_VALUE, address_of, header
 from pbmserv.mail.html import html_to_text
 from pbmserv.mail.mailboxes import first_mailbox, raw_header
 from pbmserv.mail.quotes import own_words, quote_intro, without_quoted_html
-from pbmserv.mail.text import clean_text
+from pbmserv.mail.text import clean_text, payload_text
 
 MAX_COMMAND_LINES = 50
 #: multipart and message parts a mail may hold (this bounds how deep they nest)
@@ -548,17 +548,7 @@ def _report_type(msg: Message) -> str:
 
 # -- body text ----------------------------------------------------------------------
 def _part_text(part: Message) -> str:
-    try:
-        payload = part.get_payload(decode=True)
-    except Exception:
-        return ""
-    if not isinstance(payload, bytes):
-        return ""
-    try:
-        charset = part.get_content_charset() or "utf-8"
-        text = payload.decode(charset, "replace")
-    except (LookupError, ValueError):
-        text = payload.decode("utf-8", "replace")
+    text = payload_text(part)
     params = {str(k).lower(): str(v).lower() for k, v in part.get_params(failobj=[]) or []}
     if params.get("format") == "flowed":
         text = _unflow(text, params.get("delsp") == "yes")

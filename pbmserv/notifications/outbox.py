@@ -56,7 +56,7 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
                reply_to: str | None = None, html: str | None = None,
                secret: bool = False, listed: tuple[str, str] | None = None,
                cause: str | None = None, kind: AnswerKind | None = None,
-               asked: bool = False) -> int:
+               alert: int | None = None, asked: bool = False) -> int:
     """Queue one mail; returns its outbox id.  ``html``: the same mail as HTML, sent
     beside the text as multipart/alternative.  Where the mailbox has no sub-addresses
     (``subaddressing`` off), a ``pbmserv+TAG@host`` Reply-To becomes the plain address
@@ -66,11 +66,12 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
     people subscribe to (pbmserv.notifications.lists).  ``cause``: the key of the
     sender whose mail makes this one for someone who did not ask for it (counted by
     ``mails_to_others_per_hour``; nothing when it is the sender's own address);
-    ``kind``: a reply counted by ``refusals_per_address_day``.  ``asked``: the mail
-    answers its reader's own mail that proved their account (the reply to a player's
-    own command, a bot's move on their board): it counts toward the hourly limits
-    but is never held by them.  The first mail held for an account's address in its
-    hour is announced at once (``held_notice.txt.j2``): until when, and why."""
+    ``kind``: a reply counted by ``refusals_per_address_day``; ``alert``: the incident
+    (or report) a mail to the administrator is about.  ``asked``: the mail answers its
+    reader's own mail that proved their account (the reply to a player's own command,
+    a bot's move on their board): it counts toward the hourly limits but is never
+    held by them.  The first mail held for an account's address in its hour is
+    announced at once (``held_notice.txt.j2``): until when, and why."""
     if reply_to and not settings.subaddressing:
         reply_to, subject = _tag_outside_address(settings, reply_to, subject)
     now = utcnow()
@@ -94,6 +95,7 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
         "list_id": listed[0] if listed else None, "unsubscribe": listed[1] if listed else None,
         "status": status, "attempts": 0, "next_attempt_at": due,
         "cause_key": cause if cause and cause != key else None, "answer_kind": kind,
+        "alert_id": alert,
     }).scalar_one())
 
 

@@ -254,6 +254,7 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     now = utcnow()
     ctx = Context(session, settings, sender=mail.reply_to, service=GameService(session),
                   commands=REGISTRY, inbound_id=inbound_id, reply_tag=mail.reply_tag,
+                  named_reply_to=mail.named_reply_to,
                   raw_comment=mail.comment if mail.source != "multiple" else "",
                   others=MailsToOthers(address_key(mail.reply_to),
                                        settings.mails_to_others_per_mail,

@@ -75,6 +75,14 @@ def has_account(session: Session, address: str) -> bool:
                           .limit(1)) is not None
 
 
+def accounts_at(session: Session, address: str) -> list[User]:
+    """The open, confirmed accounts whose mail goes to ``address`` (one, mostly)."""
+    return list(session.scalars(
+        select(User).where(User.email == address.lower(), User.closed_at.is_(None),
+                           User.confirmed_at.is_not(None), User.bot.is_(None))
+        .order_by(User.key)))
+
+
 def existing_user(session: Session, userid: str) -> User:
     user = find_user(session, userid) if USERID_RE.match(userid) else None
     if user is None:
