@@ -325,3 +325,22 @@ record reads back exactly as it was sent.
     # without a line break in any comment, nothing to say
     mailer.send("honeydonuts challenge alice bob pw-alice")
     assert "stands for a line break" not in mailer.reply("honeydonuts record 102")
+
+
+# -- 7. signing off and back; a watcher's chat mail ------------------------------------
+
+def test_a_chat_mail_to_a_watcher_says_why_and_how_to_stop(mailer: Mailer) -> None:
+    mailer.signup("alice", "bob", "wendy")
+    mailer.send("honeydonuts challenge alice bob pw-alice")
+    mailer.send("honeydonuts subscribe 101 wendy pw-wendy", sender="wendy@example.org")
+    out = mailer.send("honeydonuts chat 101 bob pw-bob", "hello all", sender="bob@example.org")
+    [wendy_mail] = [m for m in out if m.to_addr == "wendy@example.org"]
+    assert wendy_mail.body.endswith("""\
+Answer with the Subject "honeydonuts chat 101 <userid> <password>" and your
+message in the body.
+
+You get this mail because you watch Honey Donuts board 101; "honeydonuts
+unsubscribe 101 wendy <password>" stops it.
+""")
+    [alice_mail] = [m for m in out if m.to_addr == "alice@example.org"]
+    assert "You get this mail because" not in alice_mail.body

@@ -310,7 +310,15 @@ class Notifier:
                       text=event.text, status=status_line(engine, board))
         playing = {p.user_id for p in board.players}
         for user in self._watchers(board, finished=False):
-            if user.id != writer.id:  # a spectator may leave the board's chat too
-                listed = None if user.id in playing else list_fields(
-                    self.session, self.settings, SPECTATOR, user, engine, board)
-                self._send(user, subject, body, listed=listed)
+            if user.id == writer.id:  # a spectator may leave the board's chat too
+                continue
+            if user.id in playing:
+                self._send(user, subject, body)
+                continue
+            # a spectator is told why they get it, and how to stop it
+            watched = {"title": engine.title, "game": engine.name, "number": board.number}
+            self._send(user, subject, render(
+                "chat.txt.j2", engine=engine, board=board, userid=writer.userid,
+                text=event.text, status=status_line(engine, board), why="watch",
+                watched=watched, reader=user.userid),
+                listed=list_fields(self.session, self.settings, SPECTATOR, user, engine, board))
