@@ -609,7 +609,8 @@ class Settings:
         "into one mail")
     replies_per_sender_hour: int = setting(
         30, _limit, "replies to one sender in an hour; later ones are held and come folded "
-        "into one mail")
+        "into one mail (never the replies to a player's own commands that proved their "
+        "account)")
     #: enforced by the intake (pbmserv.intake.store)
     sender_quota_mails: int = setting(
         300, _number, "mails one sender may have stored in 24 hours; beyond, the intake "

@@ -162,7 +162,7 @@ def _digest_batch(db: Database, settings: Settings, now: datetime | None,
         for prefs in due:
             user = session.get(User, prefs.user_id)
             if user is not None and not user.closed_at:
-                mail_digest(session, settings, user, prefs.digest_event_id, upto)
+                mail_digest(session, settings, user, prefs.digest_event_id, upto, when)
             prefs.digest_event_id = upto
             prefs.digest_next_at = next_digest(prefs.digest, prefs.digest_hour, when)
     return len(due)
