@@ -26,6 +26,7 @@ from pbmserv.db.session import Database
 from pbmserv.db.status import AlertKind, OutboxStatus, Resolution
 from pbmserv.sender.delivery import Sender
 from pbmserv.timers import run_alerts
+from pbmserv.version import version_text
 from tests.conftest import Mailer, free_port
 from tests.dsns import Group, dsn
 
@@ -160,6 +161,8 @@ def test_the_daily_report_comes_once_a_day_at_its_hour(mailer: Mailer, db: Datab
                                           "pbmserv: daily report 2030-05-07"]
     assert "  failed          0 incoming, 0 outgoing" in mails[0].body
     assert "This report comes every day at 7:00 UTC" in " ".join(mails[0].body.split())
+    # which pbmserv wrote it, as 'pbmserv --version' says
+    assert mails[0].body.rstrip().endswith("\n--\n" + version_text())
     assert cli(settings, "status").exit_code == 0  # a report is no incident
 
 
