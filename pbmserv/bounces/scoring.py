@@ -404,3 +404,9 @@ def suspended_list(session: Session) -> list[tuple[MailSuspension, list[str]]]:
         out.append((found, list(session.scalars(select(User.userid).where(
             func.lower(User.email) == found.address).order_by(User.key)))))
     return out
+
+
+def suspended_since(session: Session, address: str) -> datetime | None:
+    """Since when ``address`` is no longer mailed (None: it is mailed)."""
+    found = session.get(MailSuspension, address.strip().lower())
+    return None if found is None else found.since
