@@ -56,6 +56,8 @@ def notes_of(board: Board, events: Iterable[Event]) -> list[Note]:
     """What the events on ``board`` say, in order."""
     notes: list[Note] = []
     for e in events:
+        if e.board_id != board.id:  # a command's events may touch other boards too
+            continue
         if isinstance(e, BoardCreated) and e.seek is not None:
             notes.append(Note("seek-joined", {"seek": e.seek}))
         elif isinstance(e, BoardCreated) and e.tournament is not None:
