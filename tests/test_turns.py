@@ -15,9 +15,11 @@ from sqlalchemy import select
 from starlette.testclient import TestClient
 
 from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board, MailPrefs, Move, OutboxMessage, User, Vacation
 from pbmserv.db.session import Database
 from pbmserv.games import get_engine
+from pbmserv.reads.turns import turns_of
 from pbmserv.service.reply_tokens import read_token, server_secret
 from pbmserv.timers import run_digests
 from pbmserv.web import create_app
@@ -209,6 +211,13 @@ def test_turns_by_mail_on_the_web_and_in_the_digest(mailer: Mailer, db: Database
     assert mailer.reply("turns").startswith(
         "> turns\nBoards waiting for alice's move: 5, the longest waiting first.\n\n"
         "Honey Donuts board 101, move #1, against carl:\n")
+    # a long list is cut, the longest waiting kept, and says how many more wait
+    with db.reading() as session:
+        user = session.scalar(select(User).where(User.key == "alice"))
+        assert user is not None
+        cut = turns_of(session, user, utcnow(), limit=2)
+        assert [(t.board.game, t.board.number) for t in cut.turns] == [
+            (g, n) for g, n, _, _ in boards[1:3]] and cut.more == 3
     assert mailer.reply("turns", sender="nobody@example.net").startswith(
         "> turns\nERROR: no account has this mail's address")
 

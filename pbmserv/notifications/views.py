@@ -74,7 +74,7 @@ class BoardView:
     last_move_at: datetime | None
     nag_days: int
     forfeit_days: int
-    #: when the clock of the player to move runs out (reads.clocks.deadline; None: no
+    #: when the clock of the player to move runs out (reads.clocks.clock_of; None: no
     #: clock runs), and whether they took the board up (if not, it ends with no result)
     deadline: datetime | None
     taken_up: bool
@@ -127,9 +127,9 @@ def board_view(session: Session, engine: AnyEngine, board: Board, *,
     session.flush()  # the newest move belongs in the list
     watchers = tuple(u.userid for u in subscribers(session, board))
     now = utcnow()
-    vacations = {} if board.finished else clocks.away(session, board, now)
-    away = tuple((p.user.userid, vacations[p.user_id]) for p in board.players
-                 if p.user_id in vacations)
+    clock = clocks.clock_of(session, board, now)
+    away = tuple((p.user.userid, clock.away[p.user_id]) for p in board.players
+                 if p.user_id in clock.away)
     key = (board.ply, board.status, board.request_kind, board.request_by, board.updated_at,
            watchers, away)
     views: dict[tuple[int, bool, int | None], tuple[Any, BoardView]] = \
@@ -160,7 +160,7 @@ def board_view(session: Session, engine: AnyEngine, board: Board, *,
         options=board.options, ply=board.ply, finished=board.finished,
         created_at=board.created_at, last_move_at=last_move_at,
         nag_days=board.nag_days, forfeit_days=board.forfeit_days,
-        deadline=clocks.deadline(session, board, now),
+        deadline=clock.deadline,
         taken_up=mover is None or all(p.accepted_at is not None for p in board.players
                                       if p.user_id == mover.id),
         away=away, players=players,

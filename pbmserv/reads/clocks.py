@@ -1,5 +1,5 @@
 """Clocks as every reader sees them: how long the player to move has let a board wait,
-the vacations that stop their clock, and when it runs out (``deadline``): the board
+the vacations that stop their clock, and when it runs out (``clock_of``): the board
 mails, the reminders, ``show``, ``turns``, the digest, the web pages and the clock
 itself (pbmserv.service.clock) all ask here.
 
@@ -9,6 +9,7 @@ spends on vacation does not count.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import bindparam, select
@@ -17,8 +18,6 @@ from sqlalchemy.orm import Session
 from pbmserv.db.models import Board, User, Vacation
 
 DAY = timedelta(days=1)
-#: later than any vacation ends (they start when asked for, and last a year at most)
-FAR = datetime(9999, 1, 1, tzinfo=UTC)
 
 
 def mover_of(board: Board) -> User:
@@ -73,30 +72,42 @@ def idle(session: Session, board: Board, now: datetime) -> timedelta:
     return max(now - start - away, timedelta())
 
 
-def deadline(session: Session, board: Board, now: datetime) -> datetime | None:
-    """When the clock of the player to move runs out (the board is lost on time, or
-    ends with no result if they never took it up), if they do not move before: the
-    idle time left after now, counted from the end of a vacation they are on.  None
-    when no clock runs: the game is over, or a bot is to move (bots never time out).
+@dataclass(frozen=True)
+class BoardClock:
+    """A board's clock as its readers see it (``clock_of``)."""
 
-    A vacation begins when it is asked for, never later, so no vacation to come can
-    move the instant; one ended early brings it nearer, one made longer puts it off.
+    #: when the clock of the player to move runs out, if they do not move before
+    #: (None: no clock runs: the game is over, or a bot is to move)
+    deadline: datetime | None
+    #: the players on vacation now: user id -> when their vacation ends
+    away: dict[int, datetime]
+
+
+def clock_of(session: Session, board: Board, now: datetime) -> BoardClock:
+    """When the clock of the player to move runs out, and who of the board's players
+    is away now, read in one query.
+
+    The deadline is the idle time left after now (the forfeit time less the time the
+    player has let the board wait, their vacations left out), counted from the end of
+    a vacation they are on: the board is lost on time then, or ends with no result if
+    they never took it up.  A vacation begins when it is asked for, never later, so
+    no vacation to come can move the instant; one ended early brings it nearer, one
+    made longer puts it off.
     """
     if board.finished:
-        return None
+        return BoardClock(None, {})
+    start = board.turn_started_at
+    rows = session.execute(
+        select(Vacation.user_id, Vacation.starts_at, Vacation.ends_at)
+        .where(Vacation.user_id.in_([p.user_id for p in board.players]),
+               Vacation.ends_at > min(start, now), Vacation.starts_at <= now)
+        .order_by(Vacation.starts_at)).all()
+    away = {user_id: end for user_id, begin, end in rows if begin <= now < end}
     mover = mover_of(board)
     if mover.bot is not None:
-        return None
-    start = board.turn_started_at
-    vacations = vacations_between(session, mover.id, start, FAR)
-    waited = max(now - start - overlap(vacations, start, now), timedelta())
-    resumes = max([now, *(end for begin, end in vacations if begin <= now < end)])
-    return resumes + max(board.forfeit_days * DAY - waited, timedelta())
+        return BoardClock(None, away)
+    mine = [(begin, end) for user_id, begin, end in rows if user_id == mover.id]
+    waited = max(now - start - overlap(mine, start, now), timedelta())
+    resumes = away.get(mover.id, now)
+    return BoardClock(resumes + max(board.forfeit_days * DAY - waited, timedelta()), away)
 
-
-def away(session: Session, board: Board, now: datetime) -> dict[int, datetime]:
-    """The players of ``board`` on vacation now: user id -> when their vacation ends."""
-    ids = [p.user_id for p in board.players]
-    return {row[0]: row[1] for row in session.execute(
-        select(Vacation.user_id, Vacation.ends_at)
-        .where(Vacation.user_id.in_(ids), Vacation.starts_at <= now, Vacation.ends_at > now))}

@@ -87,8 +87,8 @@ def turns_of(session: Session, user: User, now: datetime, *,
         engine = get_engine(board.game)
         assert engine is not None, f"game {board.game!r} is not installed"
         opponents = [p for p in board.players if p.user_id != user.id]
-        on_vacation = clocks.away(session, board, now)
-        deadline = clocks.deadline(session, board, now)
+        clock = clocks.clock_of(session, board, now)
+        on_vacation, deadline = clock.away, clock.deadline
         turns.append(Turn(
             board=board, engine=engine, move=board.ply + 1,
             since=board.turn_started_at, deadline=deadline,
