@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from pbmserv.bot_loop import BotLoop
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import OutboxMessage
+from pbmserv.db.models import OutboxMessage, PlayerRating, User
 from pbmserv.db.session import Database
 from pbmserv.db.status import OutboxStatus
 from pbmserv.games import get_engine
@@ -423,3 +423,47 @@ def test_leaving_with_no_board_in_play_says_the_comment_reached_nobody(
                              sender=f"{bye}@example.org"))
     assert ("Your comment reached nobody: no board of yours was in play, and nothing else "
             "is mailed when a player leaves.") in text
+
+
+def test_signing_off_and_back_brings_the_account_back(mailer: Mailer, db: Database,
+                                                       settings: Settings) -> None:
+    mailer.signup("alice", "bob")
+    mailer.send("honeydonuts challenge alice bob pw-alice")
+    mailer.send("honeydonuts accept 101 bob pw-bob", sender="bob@example.org")
+    mailer.send("honeydonuts resign 101 alice pw-alice")  # rated for both
+    mailer.reply("signoff alice pw-alice")
+    out = mailer.send("signup alice new-pass-alice")
+    [reply] = [m for m in out if m.in_reply_to]
+    assert flat(reply.body).startswith(
+        "> signup alice ***** Welcome, alice! Your account is open, and the server's mail "
+        "for it goes to alice@example.org. It is the account alice that signed off on ")
+    assert ("from this address: once confirmed, it opens again with its finished games, "
+            "ratings, history and page.") in flat(reply.body)
+    [welcome] = mailer.answer(reply)
+    assert welcome.subject == "pbmserv: welcome back, alice"
+    assert flat(welcome.body).startswith(
+        "> confirm alice ***** Welcome back, alice! Your account is open again as it was "
+        "when you signed off on ")
+    history = flat(mailer.reply("honeydonuts history alice"))
+    assert "Board 101, ended " in history and "lost as Red against bob" in history
+    with db.transaction() as s:
+        [account] = s.scalars(select(User).where(User.key == "alice")).all()
+        assert s.scalar(select(PlayerRating).where(PlayerRating.user_id == account.id,
+                                                   PlayerRating.game == "honeydonuts"))
+    # the new password opens it, the old one does not
+    assert "has been started" in mailer.reply("honeydonuts challenge alice bob new-pass-alice")
+    assert "do not match" in mailer.reply("honeydonuts challenge alice bob pw-alice")
+    # the player's page and the old board's page lead to the same account
+    with TestClient(create_app(db, settings)) as client:
+        page = client.get("/players/alice").text
+        assert "/boards/honeydonuts/101" in page
+        board_page = client.get("/boards/honeydonuts/101").text
+        assert "/players/alice" in board_page
+
+
+def test_a_signup_from_another_address_does_not_reopen(mailer: Mailer,
+                                                      settings: Settings) -> None:
+    mailer.signup("alice")
+    mailer.reply("signoff alice pw-alice")
+    text = flat(mailer.reply("signup alice new-pass-alice", sender="eve@example.net"))
+    assert "belonged to a player who signed off" in text
