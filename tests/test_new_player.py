@@ -467,3 +467,30 @@ def test_a_signup_from_another_address_does_not_reopen(mailer: Mailer,
     mailer.reply("signoff alice pw-alice")
     text = flat(mailer.reply("signup alice new-pass-alice", sender="eve@example.net"))
     assert "belonged to a player who signed off" in text
+
+
+def test_a_held_bundle_marks_a_watchers_mail_whose_board_moved_on(
+        db: Database, settings: Settings) -> None:
+    """A mail with no reply address (a watcher's) is out of date once its board has
+    moved on after it was made; the newest one of the board is not."""
+    mailer = Mailer(db, settings)
+    mailer.signup("alice", "bob", "wendy")
+    mailer.send("honeydonuts challenge alice bob pw-alice")
+    mailer.send("honeydonuts subscribe 101 wendy pw-wendy", sender="wendy@example.org")
+    limited = replace(settings, mails_per_address_hour=len(outbox(db, "wendy@example.org")))
+    mailer = Mailer(db, limited)
+    play(mailer, db, "alice")
+    play(mailer, db, "bob")
+    held = [m for m in outbox(db, "wendy@example.org") if m.status is OutboxStatus.HELD]
+    assert len(held) == 2 and all(m.reply_to is None for m in held)
+    with db.transaction() as s:
+        fold_held(s, limited, utcnow() + timedelta(hours=1, minutes=1))
+    fold = outbox(db, "wendy@example.org")[-1]
+    text = flat(fold.body)
+    assert ("1 of them shows a board that moved on since: it is marked out of date, with "
+            "the board as it stands now.") in text
+    first, second = text.split("=== 2 of 2")
+    assert ("(Out of date: Honey Donuts board 101 has moved on since this mail was made. As "
+            "it stands now: It is alice's turn (Red), move 3. \"honeydonuts show 101\" sends "
+            "it.)") in first
+    assert "Out of date" not in second
