@@ -31,8 +31,8 @@ from pbmserv.db.status import AlertKind, Resolution
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.reads.queues import queues, received_since, sent_since
 from pbmserv.render import render
-from pbmserv.version import version_text
 from pbmserv.service import incidents
+from pbmserv.version import version_text
 
 log = logging.getLogger(__name__)
 
