@@ -26,25 +26,33 @@ def tournament_mails(session: Session, event: TournamentEvent) -> list[tuple[Use
     """(user, subject, body) of every mail a tournament event calls for."""
     tournament = session.get(Tournament, event.tournament_id)
     assert tournament is not None
-    view = describe(session, tournament)
     players = entrants(session, tournament)
+    through = None
     if isinstance(event, TournamentStarted):
         kind, number, title = "started", 1, "Standings"
     elif isinstance(event, RoundStarted):
         kind, number = "round", event.round
         title = f"Standings after round {event.round - 1}"
+        through = event.round - 1  # the new round's bye is not counted yet
     elif isinstance(event, TournamentFinished):
         kind, number, title = "finished", tournament.current_round, "Final standings"
         players = [p for p in players if p.withdrawn_at is None] + [
             p for p in players if p.withdrawn_at is not None]
     else:  # pragma: no cover - every tournament event is handled above
         raise TypeError(f"unknown tournament event {event.kind}")
+    view = describe(session, tournament, through_round=through)
     subject = render("tournament/subject.txt.j2", kind=kind, tournament=tournament,
                      round=number).strip()
     body = render("tournament/mail.txt.j2", kind=kind, view=view, t=tournament, round=number,
                   note=getattr(event, "note", None),
                   table=crosstable_text(view, f"{title} of {tournament.name}"))
-    return [(p.user, subject, body) for p in players if _reaches(p, kind)]
+    told = [(p.user, subject, body) for p in players if _reaches(p, kind)]
+    organiser = tournament.creator
+    if (kind in ("started", "finished") and organiser.closed_at is None
+            and all(p.user_id != organiser.id for p in players)):
+        # an organiser who does not play (left before the start) hears of its start and end
+        told.append((organiser, subject, body))
+    return told
 
 
 def _reaches(player: TournamentPlayer, kind: str) -> bool:
