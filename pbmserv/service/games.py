@@ -666,6 +666,8 @@ class GameService:
         return vacation
 
     def _reschedule(self, user: User) -> None:
+        # the views of boards made before in the session show the clocks as they were
+        self.session.info[clocks.VACATIONS_CHANGED] = clocks.vacations_changed(self.session) + 1
         boards = self.session.scalars(
             select(Board).join(BoardPlayer)
             .where(BoardPlayer.user_id == user.id, Board.status == BoardStatus.ACTIVE)
