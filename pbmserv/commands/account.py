@@ -6,11 +6,13 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
+from pbmserv import i18n
 from pbmserv.commands.args import small_number
 from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
 from pbmserv.config import Settings
 from pbmserv.db.models import MailPrefs, PasswordReset, User
 from pbmserv.db.status import DigestMode
+from pbmserv.i18n import LANGUAGES
 from pbmserv.notifications.outbox import our_subject, queue_mail
 from pbmserv.render import render
 from pbmserv.service import clock, confirmations, mail_prefs, resets
@@ -51,6 +53,9 @@ class Signup(Command):
         user = open_account(ctx.session, inv.args[0], inv.args[1], email,
                             reserve_days=settings.userid_reserve_days, now=now)
         user.created_at = now
+        if ctx.language:  # the signup mail's Content-Language speaks for the new player
+            ctx.session.flush()  # (its id)
+            mail_prefs.set_language(ctx.session, user, ctx.language)
         code = confirmations.start(user, ctx.sender)
         lapses = confirmations.lapses_at(user, settings.confirm_hours)
         subject = f"confirm {user.userid} {code}"
@@ -213,9 +218,12 @@ class VacationCommand(Command):
 @command
 class MailPreferences(Command):
     name = "notify"
-    arguments = "userid password [html on|off | words on|off | digest daily|twice|off [HOUR]]"
+    arguments = ("userid password [html on|off | words on|off | language en|de|fr|ja "
+                 "| digest daily|twice|off [HOUR]]")
     summary = ("how your mail comes: 'html off' for plain text only; 'words on' adds the "
-               "board in words, for a screen reader; 'digest daily' (or "
+               "board in words, for a screen reader; 'language de' has the server write "
+               "to you in German (en English, de German, fr French, ja Japanese: "
+               "commands stay as they are); 'digest daily' (or "
                "'twice') for one mail a day (or two) listing the boards that wait for your "
                "move, instead of a mail per move, at HOUR o'clock UTC (default 18); with "
                "nothing after the password, how it stands")
@@ -232,6 +240,13 @@ class MailPreferences(Command):
             chosen = mail_prefs.set_html(ctx.session, user, words[1] == "on")
         elif words[:1] == ["words"] and words[1:] in (["on"], ["off"]):
             chosen = mail_prefs.set_words(ctx.session, user, words[1] == "on")
+        elif words[:1] == ["language"]:
+            if len(words) != 2 or words[1] not in LANGUAGES:
+                raise PlayerError("the languages are " + ", ".join(
+                    f"{code} ({name})" for code, name in LANGUAGES.items())
+                    + ": write 'language' and one of them, as 'language de'", usage=True)
+            chosen = mail_prefs.set_language(ctx.session, user, words[1])
+            i18n.switch(words[1])  # this reply says it in the language chosen
         elif words[:1] == ["digest"] and len(words) in (2, 3) \
                 and words[1] in {m.value for m in DigestMode}:
             hour = None
@@ -241,12 +256,15 @@ class MailPreferences(Command):
                     raise PlayerError("the digest hour is a whole hour from 0 to 23 (UTC)")
             chosen = mail_prefs.set_digest(ctx.session, user, DigestMode(words[1]), hour, now)
         elif words:
-            raise PlayerError("write 'html on', 'html off', 'words on', 'words off', 'digest "
-                              "daily', 'digest twice' or 'digest off' (a digest may end with "
-                              "its hour, 0 to 23)", usage=True)
+            raise PlayerError("write 'html on', 'html off', 'words on', 'words off', "
+                              "'language de' (or en, fr, ja), 'digest daily', 'digest twice' "
+                              "or 'digest off' (a digest may end with its hour, 0 to 23)",
+                              usage=True)
         return Result(render("commands/mail_prefs.txt.j2", user=user,
                              html=chosen.html if chosen else True,
                              words=chosen.words if chosen else False,
+                             language=(chosen.language if chosen else None) or "en",
+                             languages=LANGUAGES,
                              digest=chosen.digest if chosen else DigestMode.OFF,
                              hour=chosen.digest_hour if chosen else mail_prefs.DEFAULT_HOUR,
                              next_at=chosen.digest_next_at if chosen else None),

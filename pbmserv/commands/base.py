@@ -71,6 +71,9 @@ class Context:
     proved: dict[str, str] = field(default_factory=dict)
     #: the work the mail may still make the server do (pbmserv.service.budget)
     budget: WorkBudget = field(init=False)
+    #: the language the mail's Content-Language names (pbmserv.i18n), if one is shipped:
+    #: a new account's (signup), and the reply's where the sender chose none
+    language: str | None = None
     #: a game's tables this mail has read (standings, ratings): read once a mail
     looked_up: dict[tuple[str, str], Any] = field(default_factory=dict)
 

@@ -7,7 +7,9 @@ before the last move.  It is built once per state of the board (``board_view``):
 move's reply, its board mails (text and HTML, for every reader) and their subjects
 are all rendered from the one view, each piece once (``summary_text``,
 ``summary_html``, ``board_subject``), and the web page's board is rendered from a
-view too.  What differs from one reader to the next (notes worded for them, their
+view too.  A piece is drawn once per language (``pbmserv.i18n.speaking``): the status
+line too is kept as what it is made of and said in the reader's language.  What
+differs from one reader to the next (notes worded for them, their
 reply address) is added by the mail's own template, on top of the view.
 
 Plain data goes in, text comes out of the templates; nothing here changes a board.
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any, TypeVar, cast
 
 from markupsafe import Markup
@@ -28,6 +31,7 @@ from pbmserv.db.models import Board, Move
 from pbmserv.db.status import RequestKind
 from pbmserv.games import AnyEngine
 from pbmserv.games.base import Termination
+from pbmserv.i18n import spoken
 from pbmserv.notifications.drawing import drawn_html
 from pbmserv.render import render, render_mail_html
 from pbmserv.service.boards import player_of, position_at, position_of, subscribers
@@ -77,8 +81,8 @@ class BoardView:
     timed: tuple[Seat, ...]
     #: the userids of its subscribers
     watchers: tuple[str, ...]
-    #: the status line: whose turn, an open offer, the result
-    status: str
+    #: what the status line says (``status``): whose turn, an open offer, the result
+    said: dict[str, Any]
     #: who is to move (None: the game is over), and whether that is a bot
     to_move: str | None
     bot_to_move: bool
@@ -107,6 +111,11 @@ class BoardView:
     state_before: Any = field(default=None, repr=False)
     #: the pieces rendered from this view, each once (see ``drawn_once``)
     drawn: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def status(self) -> str:
+        """The status line, in the language spoken (one line: templates wrap it)."""
+        return drawn_once(self, "status", lambda: _status(self.said))
 
 
 def board_view(session: Session, engine: AnyEngine, board: Board, *,
@@ -149,7 +158,7 @@ def board_view(session: Session, engine: AnyEngine, board: Board, *,
         created_at=board.created_at, last_move_at=last_move_at,
         nag_days=board.nag_days, forfeit_days=board.forfeit_days, players=players,
         timed=moved,
-        watchers=watchers, status=status_line(engine, board),
+        watchers=watchers, said=_kept(status_context(engine, board)),
         to_move=None if mover is None else mover.userid,
         bot_to_move=mover is not None and mover.bot is not None,
         rows=rows, hidden=first - 1, later=board.ply - last, full=full,
@@ -188,10 +197,12 @@ def board_subject(view: BoardView, *, new: bool = False, commented: bool = False
 
 
 def drawn_once(view: BoardView, piece: Any, draw: Callable[[], T]) -> T:
-    """``piece`` of ``view``, rendered by ``draw`` the first time it is asked for."""
-    found = view.drawn.get(piece)  # (None is never a piece drawn)
+    """``piece`` of ``view`` in the language spoken, rendered by ``draw`` the first time
+    it is asked for."""
+    key = (spoken(), piece)
+    found = view.drawn.get(key)  # (None is never a piece drawn)
     if found is None:
-        found = view.drawn[piece] = draw()
+        found = view.drawn[key] = draw()
     return cast(T, found)
 
 
@@ -209,7 +220,20 @@ def board_summary_html(session: Session, engine: AnyEngine, board: Board, *,
 
 def status_line(engine: AnyEngine, board: Board) -> str:
     """One sentence or two, on one line (templates wrap it)."""
-    return " ".join(render("status.txt.j2", **status_context(engine, board)).split())
+    return _status(status_context(engine, board))
+
+
+def _status(said: dict[str, Any]) -> str:
+    return " ".join(render("status.txt.j2", **said).split())
+
+
+def _kept(said: dict[str, Any]) -> dict[str, Any]:
+    """``status_context`` with the board's values it reads copied: a view's status
+    said later, in another language, says what was so when the view was made."""
+    board = said["board"]
+    return {**said, "board": SimpleNamespace(
+        to_move=board.to_move, ply=board.ply, request_kind=board.request_kind,
+        winner=board.winner, result=board.result, termination=board.termination)}
 
 
 def status_context(engine: AnyEngine, board: Board) -> dict[str, Any]:
