@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import func, select  # noqa: E402
 
-from pbmserv.commands.base import is_command  # noqa: E402
+from pbmserv.commands import is_command  # noqa: E402
 from pbmserv.config import Settings  # noqa: E402
 from pbmserv.db.migrate import upgrade  # noqa: E402
 from pbmserv.db.models import Board, OutboxMessage  # noqa: E402

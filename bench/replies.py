@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pbmserv.commands.base import is_command  # noqa: E402
+from pbmserv.commands import is_command  # noqa: E402
 from pbmserv.mail.html import html_to_text  # noqa: E402
 from pbmserv.mail.parse import parse_message  # noqa: E402
 

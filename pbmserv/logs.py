@@ -106,7 +106,7 @@ def open_log_file(log_file: Path) -> logging.Handler:
 
 #: libraries whose own log is kept below this level: flufl.bounce logs each of its
 #: detectors that raises, with its traceback, as an error, and a malformed bounce is
-#: no error of ours (pbmserv.mail.bounces catches it and reads the bounce itself)
+#: no error of ours (pbmserv.bounces.reading catches it and reads the bounce itself)
 QUIET = {"flufl.bounce": logging.CRITICAL}
 
 

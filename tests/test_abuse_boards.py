@@ -29,10 +29,11 @@ def test_a_strangers_challenge_is_nobodys_until_taken_up(mailer: Mailer, db: Dat
     mailer.signup("alice", "bob")
     out = mailer.send("honeydonuts challenge alice bob", sender="mallory@example.net")
     reply = next(m for m in out if m.to_addr == "mallory@example.net")
-    assert ("A board started by a challenge counts for a player (it is rated, and can be "
-            "lost on time) only once they move on it or accept it (\"honeydonuts accept 101 "
-            "userid password\"); until then alice, bob may decline it, and it ends with no "
-            "result if the clock runs out on them.") in flat(reply.body)
+    assert ("alice and bob have not taken the board up yet. A board started by a "
+            "challenge counts for a player (it is rated, and can be lost on time) only once "
+            "they move on it or accept it (\"honeydonuts accept 101 userid password\"); "
+            "until then alice, bob may decline it, and it ends with no result if the clock "
+            "runs out on them (21 days without a move).") in flat(reply.body)
     bob_mail = next(m for m in out if m.to_addr == "bob@example.org")
     assert ("This board was started by a challenge, which anyone may send. It counts for "
             "you (it is rated, and you can lose it on time) only once you move on it or take "

@@ -16,7 +16,7 @@ from email.message import Message
 
 import pytest
 
-from pbmserv.commands.base import is_command
+from pbmserv.commands import is_command
 from pbmserv.mail.attachments import (
     MAX_STORED,
     MAX_TEXT_PART,

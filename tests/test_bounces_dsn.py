@@ -17,6 +17,7 @@ from aiosmtpd.smtp import Envelope
 from click.testing import CliRunner
 from sqlalchemy import select, text
 
+from pbmserv.bounces.scoring import bounce_kind, problem_counts
 from pbmserv.cli import main
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
@@ -26,7 +27,6 @@ from pbmserv.db.session import Database
 from pbmserv.db.status import BounceKind, InboundStatus, OutboxStatus
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.sender.delivery import Sender
-from pbmserv.service.bounces import bounce_kind, problem_counts
 from pbmserv.timers import run_alerts
 from tests.conftest import Mailer, free_port
 from tests.dsns import Group, dsn

@@ -118,7 +118,9 @@ def test_challenge_checks_options_and_users(mailer: Mailer) -> None:
     text = mailer.reply("honeydonuts challenge alice")
     assert "too few words after 'challenge'" in text
     assert "Write it as: honeydonuts challenge userid1 userid2 [-option...]" in text
-    assert "needs exactly 2 userids" in mailer.reply("honeydonuts challenge a b c")
+    # a third word is the challenger's password; a fourth is one too many
+    assert "needs exactly 2 userids (and, to take the board up at once, your password " \
+        "after them)" in flat(mailer.reply("honeydonuts challenge a b c d"))
 
 
 def test_move_flow_with_comment_and_move_numbers(mailer: Mailer) -> None:

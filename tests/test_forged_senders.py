@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import select
 
-from pbmserv.commands.base import is_command
+from pbmserv.commands import is_command
 from pbmserv.config import Settings
 from pbmserv.db.models import InboundMessage
 from pbmserv.db.session import Database

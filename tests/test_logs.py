@@ -177,7 +177,7 @@ def test_a_noisy_library_is_quieted_where_logging_is_set_up() -> None:
     """flufl.bounce logs each of its detectors that raises as an error: its level is set
     by setup_logging, with the rest of the log's setup, not by importing the module
     that reads bounces."""
-    import pbmserv.mail.bounces  # noqa: F401  (reading bounces leaves the level alone)
+    import pbmserv.bounces.reading  # noqa: F401  (reading bounces leaves the level alone)
 
     flufl = logging.getLogger("flufl.bounce")
     flufl.setLevel(logging.NOTSET)

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from pbmserv.bounces.reading import MAX_READ, read_bounce
 from pbmserv.db.models import Bounce, InboundMessage, MailSuspension
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus
-from pbmserv.mail.bounces import MAX_READ, read_bounce
 from pbmserv.mail.parse import (
     MAX_CONTAINERS,
     MAX_HEADER_FIELDS,

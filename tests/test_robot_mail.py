@@ -85,7 +85,7 @@ def test_lists_and_autoresponders_get_no_reply(mailer: Mailer, db: Database,
     assert f"message {row.id} ignored: {reason}" in caplog.messages
 
 
-# a delivery report is read as a bounce (pbmserv.processing.bounces): what became of it
+# a delivery report is read as a bounce (pbmserv.bounces.handling): what became of it
 # is kept instead; one that names no mail of ours counts for nothing
 NOT_OURS = ("bounce not counted: it came to no bounce address and names no Message-ID of a "
             "mail we sent")

@@ -1,11 +1,12 @@
 """The ``pbmserv`` command line: the group and its settings (app), then one module per
-family of commands.  Importing this package registers every command."""
+family of commands (and the verbs of a feature package, beside the feature:
+pbmserv.bounces.cli).  Importing this package registers every command."""
 
+from pbmserv.bounces import cli as bounce_verbs
 from pbmserv.cli import (
     accounts,
     boards,
     bots,
-    bounces,
     database,
     health,
     mail,
@@ -16,5 +17,5 @@ from pbmserv.cli import (
 )
 from pbmserv.cli.app import EX_TEMPFAIL, EX_UNAVAILABLE, main
 
-__all__ = ["EX_TEMPFAIL", "EX_UNAVAILABLE", "accounts", "boards", "bots", "bounces",
+__all__ = ["EX_TEMPFAIL", "EX_UNAVAILABLE", "accounts", "boards", "bots", "bounce_verbs",
            "database", "health", "mail", "main", "queues", "records", "rules", "web"]

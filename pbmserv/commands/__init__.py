@@ -1,16 +1,6 @@
-"""The mail commands.  Importing this package registers every command."""
+"""The mail commands: one class each, in modules by family; every one is listed in
+pbmserv.commands.registry, which reads a command line."""
 
-from pbmserv.commands import (
-    account,
-    general,
-    lobby,
-    play,
-    results,
-    social,
-    tournament,
-    view,
-)
-from pbmserv.commands.base import REGISTRY, all_commands, is_command, lookup
+from pbmserv.commands.registry import COMMANDS, REGISTRY, is_command, lookup
 
-__all__ = ["REGISTRY", "account", "all_commands", "general", "is_command", "lobby", "lookup",
-           "play", "results", "social", "tournament", "view"]
+__all__ = ["COMMANDS", "REGISTRY", "is_command", "lookup"]

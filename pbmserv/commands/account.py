@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 
 from pbmserv import i18n
 from pbmserv.commands.args import small_number
-from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
+from pbmserv.commands.base import Command, Context, Invocation, Result, login
 from pbmserv.config import Settings
 from pbmserv.db.models import MailPrefs, PasswordReset, User
 from pbmserv.db.status import DigestMode
@@ -32,7 +32,6 @@ from pbmserv.service.throttle import code_key
 from pbmserv.service.tournaments import TournamentService
 
 
-@command
 class Signup(Command):
     name = "signup"
     arguments = "userid password [email]"
@@ -74,7 +73,6 @@ class Signup(Command):
                           settings, f"{user.userid} waits for its confirmation"))
 
 
-@command
 class Confirm(Command):
     name = "confirm"
     arguments = "userid code"
@@ -110,7 +108,6 @@ class Confirm(Command):
                       subject=our_subject(settings, f"welcome, {user.userid}"))
 
 
-@command
 class Change(Command):
     name = "change"
     arguments = "password userid old new | address userid password email"
@@ -168,7 +165,6 @@ class Change(Command):
                           settings, f"{user.userid}'s new address waits for its confirmation"))
 
 
-@command
 class Signoff(Command):
     name = "signoff"
     arguments = "userid password"
@@ -186,7 +182,6 @@ class Signoff(Command):
                       subject=our_subject(ctx.settings, f"{user.userid} signed off"))
 
 
-@command
 class VacationCommand(Command):
     name = "vacation"
     arguments = "userid password [DAYS|off]"
@@ -215,7 +210,6 @@ class VacationCommand(Command):
         )
 
 
-@command
 class MailPreferences(Command):
     name = "notify"
     arguments = ("userid password [html on|off | words on|off | language en|de|fr|ja "
@@ -293,7 +287,6 @@ def mail_reset_code(session: Session, settings: Settings, user: User, now: datet
     return code is not None, row
 
 
-@command
 class Reset(Command):
     name = "reset"
     arguments = "userid [code newpassword]"

@@ -1,4 +1,5 @@
-"""Mail commands: one small class each, found through a registry by name.
+"""Mail commands: one small class each, found by name through the registry built
+from the one list of them (pbmserv.commands.registry).
 
 A command parses its words, logs the player in, calls the game service and
 describes the result; it never changes a board itself.
@@ -50,6 +51,8 @@ class Context:
     settings: Settings
     sender: str
     service: GameService
+    #: every mail command (``help`` lists them)
+    commands: Registry
     #: the stored mail being run (its outbox rows say so), if any
     inbound_id: int | None = None
     #: the mail's comment as written (read ``comment``: passwords masked)
@@ -76,6 +79,9 @@ class Context:
     language: str | None = None
     #: a game's tables this mail has read (standings, ratings): read once a mail
     looked_up: dict[tuple[str, str], Any] = field(default_factory=dict)
+    #: the tag of the move-by-reply address the mail was sent to, if any: it stands
+    #: for the password of its player where a command takes it so ('challenge')
+    reply_tag: str | None = None
 
     def __post_init__(self) -> None:
         self.budget = WorkBudget(self.settings.work_per_mail)
@@ -193,68 +199,70 @@ class Command:
         raise NotImplementedError
 
 
-REGISTRY: dict[tuple[bool, str], Command] = {}
-_PRIMARY: list[Command] = []
+class Registry:
+    """The mail commands by name: built once from the one list of them
+    (pbmserv.commands.registry)."""
 
+    def __init__(self, commands: Iterable[type[Command]]) -> None:
+        self.by_name: dict[tuple[bool, str], Command] = {}
+        #: one instance of each command, in the list's order (help lists them so)
+        self.commands: list[Command] = []
+        for cls in commands:
+            instance = cls()
+            for word in (cls.name, *cls.aliases):
+                key = (cls.per_game, word)
+                if key in self.by_name:
+                    raise ValueError(f"command {word!r} registered twice")
+                self.by_name[key] = instance
+            self.commands.append(instance)
 
-def command(cls: type[Command]) -> type[Command]:
-    """Class decorator: register a command under its name and aliases."""
-    instance = cls()
-    for word in (cls.name, *cls.aliases):
-        key = (cls.per_game, word)
-        if key in REGISTRY:
-            raise ValueError(f"command {word!r} registered twice")
-        REGISTRY[key] = instance
-    _PRIMARY.append(instance)
-    return cls
+    def get(self, word: str) -> Command | None:
+        """The command a help topic names: a plain command first, else a game's."""
+        return self.by_name.get((False, word)) or self.by_name.get((True, word))
 
+    def per_game(self) -> list[Command]:
+        return [c for c in self.commands if c.per_game]
 
-def all_commands() -> list[Command]:
-    return list(_PRIMARY)
-
-
-def lookup(line: str) -> tuple[Command, Invocation]:
-    """The command a line names; raises PlayerError saying what is unknown."""
-    words = line.split()
-    if not words:
-        raise PlayerError("the command line is empty")
-    first = words[0].lower()
-    engine = get_engine(first)
-    if engine is not None:
-        verb = words[1].lower() if len(words) > 1 else "help"
-        found = REGISTRY.get((True, verb))
+    def lookup(self, line: str) -> tuple[Command, Invocation]:
+        """The command a line names; raises PlayerError saying what is unknown."""
+        words = line.split()
+        if not words:
+            raise PlayerError("the command line is empty")
+        first = words[0].lower()
+        engine = get_engine(first)
+        if engine is not None:
+            verb = words[1].lower() if len(words) > 1 else "help"
+            found = self.by_name.get((True, verb))
+            if found is None:
+                names = [c.name for c in self.per_game()]
+                guess = closest(verb, names)
+                meant = f" (did you mean '{engine.name} {guess}'?)" if guess else ""
+                raise PlayerError(f"{engine.name} has no command {words[1][:40]!r}{meant}; "
+                                  f"its commands are: {', '.join(names)}")
+            return found, Invocation(line, verb, attach_numbers(words[2:], found.numbered_args),
+                                     engine)
+        found = self.by_name.get((False, first))
         if found is None:
-            names = [c.name for c in all_commands() if c.per_game]
-            guess = closest(verb, names)
-            meant = f" (did you mean '{engine.name} {guess}'?)" if guess else ""
-            raise PlayerError(f"{engine.name} has no command {words[1][:40]!r}{meant}; its "
-                              f"commands are: {', '.join(names)}")
-        return found, Invocation(line, verb, attach_numbers(words[2:], found.numbered_args),
-                                 engine)
-    found = REGISTRY.get((False, first))
-    if found is None:
-        raise PlayerError(f"{words[0][:40]!r} is neither a command nor a game"
-                          f"{_did_you_mean(words)}; send 'help' for the list")
-    return found, Invocation(line, first, attach_numbers(words[1:], found.numbered_args))
+            raise PlayerError(f"{words[0][:40]!r} is neither a command nor a game"
+                              f"{self._did_you_mean(words)}; send 'help' for the list")
+        return found, Invocation(line, first, attach_numbers(words[1:], found.numbered_args))
 
+    def _did_you_mean(self, words: list[str]) -> str:
+        """A guess at what an unknown first word meant: a game (``amoebe``), a command
+        (``sigup``), or a game's command written without the game (``mvoe``)."""
+        plain = [c.name for c in self.commands if not c.per_game]
+        guess = closest(words[0], [*ENGINES, *plain])
+        if guess is not None:
+            return f" (did you mean {guess!r}?)"
+        per_game = [c.name for c in self.per_game()]
+        guess = words[0].lower() if words[0].lower() in per_game else closest(words[0], per_game)
+        if guess is not None:
+            return (f" (did you mean '<game> {guess}'? a game's commands begin with its name, "
+                    f"like '{next(iter(ENGINES))} {guess}')")
+        return ""
 
-def _did_you_mean(words: list[str]) -> str:
-    """A guess at what an unknown first word meant: a game (``amoebe``), a command
-    (``sigup``), or a game's command written without the game (``mvoe``)."""
-    plain = [c.name for c in all_commands() if not c.per_game]
-    guess = closest(words[0], [*ENGINES, *plain])
-    if guess is not None:
-        return f" (did you mean {guess!r}?)"
-    per_game = [c.name for c in all_commands() if c.per_game]
-    guess = words[0].lower() if words[0].lower() in per_game else closest(words[0], per_game)
-    if guess is not None:
-        return (f" (did you mean '<game> {guess}'? a game's commands begin with its name, "
-                f"like '{next(iter(ENGINES))} {guess}')")
-    return ""
-
-
-def is_command(line: str) -> bool:
-    words = line.split()
-    return bool(words) and (
-        get_engine(words[0]) is not None or (False, words[0].lower()) in REGISTRY
-    )
+    def is_command(self, line: str) -> bool:
+        words = line.split()
+        return bool(words) and (
+            get_engine(words[0]) is not None or (False, words[0].lower()) in self.by_name
+        )

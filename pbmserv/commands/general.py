@@ -6,15 +6,7 @@ from sqlalchemy import func, select
 
 from pbmserv.bots import DRAW_PLIES, LEVELS
 from pbmserv.commands.args import small_number
-from pbmserv.commands.base import (
-    REGISTRY,
-    Command,
-    Context,
-    Invocation,
-    Result,
-    all_commands,
-    command,
-)
+from pbmserv.commands.base import Command, Context, Invocation, Registry, Result
 from pbmserv.db.models import Board, Seek
 from pbmserv.db.status import BoardStatus, SeekStatus
 from pbmserv.games import ENGINES, AnyEngine, get_engine
@@ -32,17 +24,15 @@ TOPICS = ("multiple", "clocks", "reply", "ratings", "tournament", "bots")
 SEEKS_LISTED = 50
 
 
-def game_help(engine: AnyEngine) -> str:
-    commands = [c for c in all_commands() if c.per_game]
+def game_help(engine: AnyEngine, commands: Registry) -> str:
     return render(
         f"help/{engine.name}.txt.j2",
         engine=engine,
-        commands=commands,
+        commands=commands.per_game(),
         usage=lambda c: c.usage(engine.name),
     )
 
 
-@command
 class Help(Command):
     name = "help"
     arguments = "[topic]"
@@ -53,20 +43,20 @@ class Help(Command):
     def run(self, ctx: Context, inv: Invocation) -> Result:
         if not inv.args:
             return Result(
-                render("help/overview.txt.j2", commands=all_commands(), topics=TOPICS,
+                render("help/overview.txt.j2", commands=ctx.commands.commands, topics=TOPICS,
                        engines=list(ENGINES.values()), address=ctx.settings.address),
                 subject=our_subject(ctx.settings, "help", colon=False),
             )
         topic = inv.args[0].lower()
         engine = get_engine(topic)
         if engine is not None:
-            return Result(game_help(engine), subject=f"{engine.title} help")
+            return Result(game_help(engine, ctx.commands), subject=f"{engine.title} help")
         if topic in TOPICS:
             return Result(render(f"help/{topic}.txt.j2", address=ctx.settings.address,
                                  vacation_days=VACATION_DAYS_PER_YEAR, levels=LEVELS,
                                  bot_boards=BOT_BOARDS_PER_PLAYER, draw_plies=DRAW_PLIES),
                           subject=our_subject(ctx.settings, f"help {topic}", colon=False))
-        found = REGISTRY.get((False, topic)) or REGISTRY.get((True, topic))
+        found = ctx.commands.get(topic)
         if found is None:
             raise PlayerError(
                 f"there is no help topic {inv.args[0][:40]!r}; topics are the command names, "
@@ -99,7 +89,6 @@ def list_words(words: list[str]) -> tuple[list[AnyEngine], int | None]:
     return engines, before
 
 
-@command
 class List(Command):
     name = "list"
     arguments = "[game...] [before N]"

@@ -9,7 +9,7 @@ from pbmserv.commands.args import (
     parse_challenge_words,
     small_number,
 )
-from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
+from pbmserv.commands.base import Command, Context, Invocation, Result, login
 from pbmserv.commands.play import board_result, started_result
 from pbmserv.db.models import User
 from pbmserv.render import render
@@ -27,7 +27,6 @@ def seek_number(text: str) -> int:
     return number
 
 
-@command
 class SeekCommand(Command):
     name = "seek"
     per_game = True
@@ -50,7 +49,6 @@ class SeekCommand(Command):
                       subject=f"{inv.engine.title} seek {seek.number}")
 
 
-@command
 class Join(Command):
     name = "join"
     per_game = True
@@ -66,7 +64,6 @@ class Join(Command):
         return started_result(ctx, board, user)
 
 
-@command
 class Unseek(Command):
     name = "unseek"
     per_game = True
@@ -125,7 +122,6 @@ def policy_result(ctx: Context, inv: Invocation, user: User) -> Result:
     )
 
 
-@command
 class Accept(Policy):
     name = "accept"
     arguments = "userid password [all|userid...] | board userid password"
@@ -152,7 +148,6 @@ class Accept(Policy):
                             and board.request_by not in seats_of(board, user))
 
 
-@command
 class Reject(Policy):
     name = "reject"
     summary = ("refuse challenges from everyone ('all') or from these players; 'reject "
@@ -160,7 +155,6 @@ class Reject(Policy):
     accept = False
 
 
-@command
 class Limit(Command):
     name = "limit"
     per_game = True

@@ -13,7 +13,7 @@ from pbmserv.commands.args import (
     parse_challenge_words,
     split_move_number,
 )
-from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
+from pbmserv.commands.base import Command, Context, Invocation, Result, login
 from pbmserv.commands.general import game_help
 from pbmserv.db.models import Board, User
 from pbmserv.db.status import RequestKind
@@ -35,6 +35,7 @@ from pbmserv.service.boards import (
     request_event,
 )
 from pbmserv.service.errors import PlayerError
+from pbmserv.service.passwords import check_password
 from pbmserv.service.reply_tokens import ReplyToken, read_token, server_secret
 
 
@@ -67,13 +68,20 @@ def board_result(ctx: Context, board: Board, user: User | None, template: str, *
         template, context, notes=notes_of(board, ctx.new_events()), reader=user, new=new))
 
 
-def started_result(ctx: Context, board: Board, user: User | None) -> Result:
-    """The reply to a command that started a board: who has yet to take it up."""
+def started_result(ctx: Context, board: Board, user: User | None, *,
+                   by: str = "") -> Result:
+    """The reply to a command that started a board: who has taken it up, and who has
+    yet to (``by``: how ``user`` took it up with a challenge, "password" or "reply
+    address"; "": they did not, or the board came another way)."""
+    people = [p.user for p in board.players if p.user.bot is None]
+    own = next((u.userid for u in people if u.email == ctx.sender.lower()), None)
     return board_result(ctx, board, user, "commands/challenge.txt.j2", new=True,
-                        waiting=[p.user.userid for p in board.players if p.accepted_at is None])
+                        waiting=[p.user.userid for p in board.players if p.accepted_at is None],
+                        challenger=user.userid if by and user is not None else None, by=by,
+                        own=own, names=" ".join(u.userid for u in (p.user for p in
+                                                                      board.players)))
 
 
-@command
 class GameHelp(Command):
     name = "help"
     per_game = True
@@ -81,41 +89,86 @@ class GameHelp(Command):
     max_args = 0
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
-        return Result(game_help(inv.engine), subject=f"{inv.engine.title} help")
+        return Result(game_help(inv.engine, ctx.commands), subject=f"{inv.engine.title} help")
 
 
-@command
 class Challenge(Command):
     name = "challenge"
     aliases = ("chall",)
     per_game = True
-    arguments = "userid1 userid2 [-option...] [--nagtime=DAYS] [--forfeittime=DAYS]"
-    summary = ("start a board between two players at once; userid1 moves first. The clock "
-               "nags after 7 days without a move and forfeits after 21, unless set")
+    arguments = ("userid1 userid2 [-option...] [--nagtime=DAYS] [--forfeittime=DAYS] "
+                 "[password]")
+    summary = ("start a board between two players at once; userid1 moves first. With "
+               "your password (last, or right after the userids), or sent to a reply "
+               "address of yours, the board is yours at once; without, it counts for "
+               "nobody until they move on it or accept it. The clock nags after 7 days "
+               "without a move and forfeits after 21, unless set")
     min_args = 2
+
+    def secrets(self, inv: Invocation) -> tuple[int, ...]:
+        """The word after the userids is the password (and any word after it)."""
+        names = [i for i, word in enumerate(inv.args) if not word.startswith("-")]
+        return tuple(names[len(inv.engine.seats):])
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         engine = inv.engine
         words = parse_challenge_words(inv.args)
-        if len(words.names) != len(engine.seats):
-            raise PlayerError(f"{engine.name} needs exactly {len(engine.seats)} userids",
-                              usage=True)
-        users = [check_enabled(existing_user(ctx.session, n)) for n in words.names]
+        seats = len(engine.seats)
+        names, password = words.names, None
+        if len(names) == seats + 1:
+            *names, password = names
+        if len(names) != seats:
+            raise PlayerError(f"{engine.name} needs exactly {seats} userids (and, to take "
+                              "the board up at once, your password after them)", usage=True)
+        if password is not None:
+            ctx.passwords.add(password)
+        users = [check_enabled(existing_user(ctx.session, n)) for n in names]
+        taken_by, by = None, ""
+        if password is not None:
+            taken_by, by = challenger_login(ctx, users, password), "password"
+        elif ctx.reply_tag:
+            taken_by = reply_address_player(ctx, ctx.reply_tag, users)
+            by = "reply address" if taken_by is not None else ""
         limits.check_challenges(ctx.session, ctx.sender, users, ctx.service.now,
                                 per_sender=ctx.settings.challenges_per_sender_day,
                                 per_player=ctx.settings.challenges_per_player_day)
         board = ctx.service.challenge(engine, users, words.options, nag_days=words.nag_days,
-                                      forfeit_days=words.forfeit_days, sender=ctx.sender)
+                                      forfeit_days=words.forfeit_days, sender=ctx.sender,
+                                      taken_by=taken_by)
         # its players are mailed the new board, unasked (refused: no board is kept)
         ctx.mail_others(u.email for u in users if u.bot is None)
-        return started_result(ctx, board, None)
+        return started_result(ctx, board, taken_by, by=by)
+
+
+def challenger_login(ctx: Context, users: list[User], password: str) -> User:
+    """The player of a challenge whose password it holds: the one whose address sent
+    it, if one did; else the one the password opens (a wrong one counts against the
+    first player named, as a wrong login does)."""
+    people = [u for u in users if u.bot is None]
+    if not people:
+        raise PlayerError("a password in a challenge is a player's own, and every "
+                          "player named is a bot; leave the password out")
+    own = [u for u in people if u.email == ctx.sender.lower()]
+    candidates = own or [u for u in people if check_password(u.password_hash, password)]
+    chosen = (candidates or people)[0]
+    return login(ctx, chosen.userid, password, users)
+
+
+def reply_address_player(ctx: Context, tag: str, users: list[User]) -> User | None:
+    """The player of the reply address a challenge was sent to, if it is still good
+    and they are one of ``users``: the address stands for their password."""
+    token = read_token(server_secret(ctx.session, ctx.settings.secret), tag,
+                       lambda user_id: changes_of(ctx.session, user_id))
+    user = next((u for u in users if token is not None and u.id == token.user_id), None)
+    if user is not None:
+        ctx.logged_in(user)
+    return user
 
 
 #: words written in place of a move, and what they do
 MOVE_WORDS = ("resign", "propose", "draw", "accept", "reject", "undo", "decline")
 
 
-@command
 class MoveCommand(Command):
     name = "move"
     aliases = ("board",)
@@ -275,20 +328,17 @@ class BoardWordCommand(Command):
         return act(ctx, engine, board, user, self.name)
 
 
-@command
 class Resign(BoardWordCommand):
     name = "resign"
     summary = "give up the game (also accepted as the move 'resign'); the body is your comment"
 
 
-@command
 class Decline(BoardWordCommand):
     name = "decline"
     summary = ("end a board you have not moved on yet, with no result (also the move "
                "'decline')")
 
 
-@command
 class Queue(Command):
     name = "queue"
     per_game = True

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from pbmserv.commands.args import board_number
-from pbmserv.commands.base import Command, Context, Invocation, Result, command
+from pbmserv.commands.base import Command, Context, Invocation, Result
 from pbmserv.ratings import PROVISIONAL_RD, format_rating
 from pbmserv.records import dump_json, to_text
 from pbmserv.render import render
@@ -24,7 +24,6 @@ from pbmserv.service.history import HISTORY_LIMIT, history, standings
 from pbmserv.service.ratings import count_rated, rating_list, rating_of
 
 
-@command
 class Ratings(Command):
     name = "ratings"
     per_game = True
@@ -67,7 +66,6 @@ def looked_up(ctx: Context, what: str, game: str, cost: int, read: Callable[[], 
     return found
 
 
-@command
 class Standings(Command):
     name = "standings"
     per_game = True
@@ -83,7 +81,6 @@ class Standings(Command):
                       subject=f"{engine.title} standings")
 
 
-@command
 class History(Command):
     name = "history"
     per_game = True
@@ -103,7 +100,6 @@ class History(Command):
                       subject=f"{engine.title} history of {user.userid}")
 
 
-@command
 class Record(Command):
     name = "record"
     per_game = True

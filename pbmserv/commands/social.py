@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pbmserv.commands.args import board_number
-from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
+from pbmserv.commands.base import Command, Context, Invocation, Result, login
 from pbmserv.commands.play import acting
 from pbmserv.render import render
 from pbmserv.service import limits
@@ -33,21 +33,18 @@ class Watch(Command):
                               + ("subscribed" if self.on else "unsubscribed"))
 
 
-@command
 class Subscribe(Watch):
     name = "subscribe"
     summary = "watch a board: you get every board mail of it"
     on = True
 
 
-@command
 class Unsubscribe(Watch):
     name = "unsubscribe"
     summary = "stop watching a board"
     on = False
 
 
-@command
 class Notify(Command):
     name = "notify"
     per_game = True
@@ -69,7 +66,6 @@ class Notify(Command):
                       subject=f"{engine.title} notices " + ("on" if on else "off"))
 
 
-@command
 class Chat(Command):
     name = "chat"
     per_game = True

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from pbmserv.commands.args import parse_challenge_words, small_number
-from pbmserv.commands.base import Command, Context, Invocation, Result, command, login
+from pbmserv.commands.base import Command, Context, Invocation, Result, login
 from pbmserv.db.models import Board
 from pbmserv.db.status import TournamentStatus
 from pbmserv.notifications.outbox import our_subject
@@ -69,7 +69,6 @@ def parse_setup(words: Sequence[str]) -> Setup:
                  numbers.get("max"), clock.nag_days, clock.forfeit_days)
 
 
-@command
 class TournamentCommand(Command):
     name = "tournament"
     arguments = ("create NAME game userid password -roundrobin|-swiss [-rounds N] [-double] "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from pbmserv.commands.args import board_number, parse_board_ref
-from pbmserv.commands.base import Command, Context, Invocation, Result, command
+from pbmserv.commands.base import Command, Context, Invocation, Result
 from pbmserv.db.models import Board, BoardPlayer
 from pbmserv.db.status import BoardStatus
 from pbmserv.games.base import RuleError
@@ -54,7 +54,6 @@ def user_boards(ctx: Context, inv: Invocation, userid: str, which: str) -> Resul
     )
 
 
-@command
 class Show(Command):
     name = "show"
     per_game = True
@@ -97,7 +96,6 @@ class Show(Command):
         return Result(text, subject=f"{engine.title} Board {board.number}", board=board)
 
 
-@command
 class Games(Command):
     name = "games"
     per_game = True
@@ -111,7 +109,6 @@ class Games(Command):
         return user_boards(ctx, inv, inv.args[0], which)
 
 
-@command
 class Preview(Command):
     name = "preview"
     per_game = True
@@ -146,7 +143,6 @@ class Preview(Command):
         )
 
 
-@command
 class Moves(Command):
     name = "moves"
     per_game = True

@@ -55,12 +55,12 @@ class OutboxStatus(StrEnum):
     FOLDED = "folded"
     #: refused by the relay (5xx) because of the address, or bounced after it went out
     BOUNCED = "bounced"
-    #: not sent: mail to the address bounces (see pbmserv.service.bounces)
+    #: not sent: mail to the address bounces (see pbmserv.bounces.scoring)
     SUPPRESSED = "suppressed"
 
 
 class BounceKind(StrEnum):
-    """What a bounce says of the address (pbmserv.service.bounces.bounce_kind)."""
+    """What a bounce says of the address (pbmserv.bounces.scoring.bounce_kind)."""
 
     #: the address is dead: no such mailbox or domain (5.1.x, 5.2.1, 5.4.4)
     HARD = "hard"

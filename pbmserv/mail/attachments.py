@@ -12,7 +12,7 @@ server reads none of them, so a mail over ``KEEP_WHOLE`` bytes is stored in a
 * in a mail that may be a bounce or a report (a null or MAILER-DAEMON envelope
   sender or From, a bounce address, a delivery report anywhere), every part is kept
   as text is: a bounce's reader looks at every part of its first 256 KB for the
-  Message-ID of the mail that came back (pbmserv.mail.bounces);
+  Message-ID of the mail that came back (pbmserv.bounces.reading);
 * a multipart's preamble and epilogue (text no mail program shows) left out.
 
 So the store does not grow with attachments (at most ``MAX_STORED`` bytes a mail),

@@ -16,6 +16,8 @@ from email.parser import BytesHeaderParser, BytesParser
 from email.policy import Compat32, Policy, compat32
 from itertools import islice
 
+from pbmserv.bounces.reading import MAX_READ as MAX_BOUNCE_READ
+from pbmserv.bounces.reading import BounceReport, read_bounce
 from pbmserv.i18n import language_tag
 from pbmserv.mail.addresses import (
     BOUNCE_PREFIX,
@@ -25,8 +27,6 @@ from pbmserv.mail.addresses import (
     tag_of,
     without_tag_marks,
 )
-from pbmserv.mail.bounces import MAX_READ as MAX_BOUNCE_READ
-from pbmserv.mail.bounces import BounceReport, read_bounce
 from pbmserv.mail.headers import MAX_HEADER_VALUE, address_of, header
 from pbmserv.mail.html import html_to_text
 from pbmserv.mail.mailboxes import first_mailbox, raw_header
@@ -182,7 +182,7 @@ def parse_message(
     tag = parsed.reply_tag or ""
     if parsed.silent_reason == "bounce" or tag.startswith(BOUNCE_PREFIX) \
             or _is_delivery_report(msg):
-        # stored and read, never answered (pbmserv.processing.bounces); one over a
+        # stored and read, never answered (pbmserv.bounces.handling); one over a
         # limit is not read (and counts for nothing)
         parsed.refusal = refusal
         if refusal:

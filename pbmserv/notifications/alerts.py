@@ -16,13 +16,13 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from pbmserv.bounces.scoring import bounce_list, problem_counts
 from pbmserv.config import Settings
 from pbmserv.db.models import Alert, InboundMessage, OutboxMessage
 from pbmserv.db.status import AlertKind, InboundStatus, OutboxStatus
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.render import render
 from pbmserv.service import incidents
-from pbmserv.service.bounces import bounce_list, problem_counts
 
 log = logging.getLogger(__name__)
 

@@ -62,11 +62,16 @@ def notes_of(board: Board, events: Iterable[Event]) -> list[Note]:
             notes.append(Note("tournament-board", {"tournament": e.tournament,
                                                    "round": e.round}))
         elif isinstance(e, BoardCreated):  # a challenge: each player may take it up
+            # a person who took it up already did so with the challenge (their reply says
+            # so; a bot always does)
+            taken = [p.user for p in board.players
+                     if p.accepted_at is not None and p.user.bot is None]
             for player in board.players:
                 if player.accepted_at is None:
                     notes.append(Note("challenge-board", {
                         "userid": player.user.userid, "game": board.game,
-                        "number": board.number, "forfeit": board.forfeit_days},
+                        "number": board.number, "forfeit": board.forfeit_days,
+                        "taken": [u.userid for u in taken if u.id != player.user_id]},
                         subject_id=player.user_id, only=player.user_id))
         elif isinstance(e, BoardAccepted):
             user = _seat_user(board, e.seat)

@@ -37,7 +37,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from pbmserv.commands.base import is_command
+from pbmserv.commands import is_command
 from pbmserv.config import Settings
 from pbmserv.db.status import AnswerKind
 from pbmserv.mail.addresses import address_key

@@ -14,7 +14,9 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from pbmserv.commands import lookup
+from pbmserv.bounces.handling import handle_bounce
+from pbmserv.bounces.scoring import resume
+from pbmserv.commands import REGISTRY, lookup
 from pbmserv.commands.base import MASK, Command, Context, Invocation, Result, mask_words
 from pbmserv.commands.play import reply_move
 from pbmserv.config import Settings
@@ -40,16 +42,14 @@ from pbmserv.processing.answers import (
     welcome_refused,
 )
 from pbmserv.processing.at_rest import secret_words
-from pbmserv.processing.bounces import handle_bounce
-from pbmserv.processing.unsubscribe import handle_unsubscribe
 from pbmserv.render import render
 from pbmserv.service.accounts import has_account
-from pbmserv.service.bounces import resume
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import GameService
 from pbmserv.service.limits import MailsToOthers
 from pbmserv.service.mail_prefs import language_of
 from pbmserv.service.throttle import record_failure
+from pbmserv.unsubscribe.by_mail import handle_unsubscribe
 
 log = logging.getLogger(__name__)
 TRANSIENT_RETRIES = 5
@@ -246,7 +246,8 @@ def _handle(session: Session, settings: Settings, inbound_id: int,
         return InboundStatus.IGNORED
     now = utcnow()
     ctx = Context(session, settings, sender=mail.reply_to, service=GameService(session),
-                  inbound_id=inbound_id, language=mail.language,
+                  commands=REGISTRY, inbound_id=inbound_id, reply_tag=mail.reply_tag,
+                  language=mail.language,
                   raw_comment=mail.comment if mail.source != "multiple" else "",
                   others=MailsToOthers(address_key(mail.reply_to),
                                        settings.mails_to_others_per_mail,

@@ -47,6 +47,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import bindparam, case, func, select, update
 from sqlalchemy.orm import Session
 
+from pbmserv.bounces.scoring import suspended_among
 from pbmserv.config import Relay, Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
@@ -66,7 +67,6 @@ from pbmserv.sender.relay import (
     probe,
 )
 from pbmserv.sender.standing import Standing
-from pbmserv.service.bounces import suspended_among
 from pbmserv.service.reply_tokens import bounce_tag, server_secret
 
 #: what is done with a row in the transaction that records its result
@@ -169,7 +169,7 @@ _SENT = (update(_O)
                  html_body=case((_O.blank_after_send, None), else_=_O.html_body))
          .execution_options(**_UNHELD))
 def _address(row: OutboxMail) -> str:
-    """The address as suspensions are kept (pbmserv.service.bounces)."""
+    """The address as suspensions are kept (pbmserv.bounces.scoring)."""
     return row.to_addr.strip().lower()
 
 

@@ -1,5 +1,5 @@
 """What a refusal does beyond marking the mail: a 5xx about the address counts as a
-bounce of it (pbmserv.service.bounces: hard for a dead address, soft for a full
+bounce of it (pbmserv.bounces.scoring: hard for a dead address, soft for a full
 mailbox), any other refusal for good opens an incident for the administrator
 (pbmserv.service.incidents).  Each runs in the transaction that
 records the mail's result."""
@@ -11,14 +11,14 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from pbmserv.bounces.notices import tell_opponents
+from pbmserv.bounces.scoring import bounce_kind, enhanced_status, record_bounce
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.status import AlertKind, BounceKind, OutboxStatus
-from pbmserv.notifications.bounces import tell_opponents
 from pbmserv.sender.message import OutboxMail
 from pbmserv.sender.relay import PermanentFailure
 from pbmserv.service import incidents
-from pbmserv.service.bounces import bounce_kind, enhanced_status, record_bounce
 
 #: what the outbox says of a mail held back
 HELD = "not sent: mail to this address bounces ('pbmserv users bounces')"

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from pbmserv.db.models import Board, Vacation
 from pbmserv.service.boards import player_of
+from pbmserv.service.errors import PlayerError
 
 DAY = timedelta(days=1)
 #: vacation days a player may take in a calendar year
@@ -102,3 +103,26 @@ def schedule(session: Session, board: Board, now: datetime, *, new_turn: bool = 
     if away is not None:
         due = max(due, away.ends_at + (next_deadline(board) - waited))
     board.clock_due_at = due
+
+
+def check_clock_days(nag_days: int, forfeit_days: int) -> None:
+    if not 1 <= nag_days <= MAX_CLOCK_DAYS or not 1 <= forfeit_days <= MAX_CLOCK_DAYS:
+        raise PlayerError(f"nag and forfeit times are 1 to {MAX_CLOCK_DAYS} days")
+    if forfeit_days < nag_days:
+        raise PlayerError("the forfeit time must not be shorter than the nag time")
+
+
+#: the shortest clock of a board started by a challenge: nobody has to answer a board
+#: someone else started within less than a week, nor be reminded more than every 3 days
+CHALLENGE_MIN_NAG_DAYS = 3
+CHALLENGE_MIN_FORFEIT_DAYS = 7
+
+
+def check_challenge_clock(nag_days: int, forfeit_days: int) -> None:
+    if nag_days < CHALLENGE_MIN_NAG_DAYS or forfeit_days < CHALLENGE_MIN_FORFEIT_DAYS:
+        raise PlayerError(
+            f"a challenge's clock nags after {CHALLENGE_MIN_NAG_DAYS} days at the least and "
+            f"forfeits after {CHALLENGE_MIN_FORFEIT_DAYS} at the least (--nagtime="
+            f"{max(nag_days, CHALLENGE_MIN_NAG_DAYS)} --forfeittime="
+            f"{max(forfeit_days, CHALLENGE_MIN_FORFEIT_DAYS)}); a shorter clock may be "
+            "agreed with a seek, which both players join themselves", usage=True)

@@ -6,10 +6,9 @@ digests and bots react to them).  Tournament events belong to no board: their
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from dataclasses import fields as dataclass_fields
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pbmserv.db.status import RequestKind
 from pbmserv.games.base import Termination
@@ -176,20 +175,3 @@ def event_from_row(board_id: int | None, kind: str, data: str) -> Event | None:
         return cls(board_id=board_id, **{k: v for k, v in fields.items() if k in names})
     except TypeError:  # a row written by another version, missing a field
         return None
-
-
-#: who follows which kind of event as the game service records it: functions
-#: ``(service, event)``, registered with ``follow`` by the services downstream of a
-#: board's life (a tournament moves on when one of its boards finished), so that the
-#: game service needs to know none of them
-FOLLOWERS: dict[type[Event], list[Callable[[Any, Any], None]]] = {}
-
-
-def follow(kind: type[Event]) -> Callable[[Callable[[Any, Any], None]],
-                                          Callable[[Any, Any], None]]:
-    """Decorator: call the function with (the game service, the event) whenever the
-    game service records an event of ``kind``, in the same transaction."""
-    def register(function: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
-        FOLLOWERS.setdefault(kind, []).append(function)
-        return function
-    return register

@@ -5,8 +5,8 @@ draw offer, an undo), declining, the clock, conditional moves, spectators and ch
 Each change records events (pbmserv.service.events): in ``self.events`` for the
 caller, and as rows of ``board_events``.  Who is told what is not decided here; what
 follows an event elsewhere (a tournament's next round after one of its boards
-finished) is done by the event's followers (``events.follow``), which this module
-does not know.
+finished) is done by the event's followers, listed in one place
+(pbmserv.service.followers).
 
 A board started by a challenge (which needs no password) is a player's only once
 they take it up: by acting on it (a move, resign, an offer or request, an answer, a
@@ -58,7 +58,6 @@ from pbmserv.service.boards import (
 from pbmserv.service.consent import check_consent
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.events import (
-    FOLLOWERS,
     BoardAccepted,
     BoardCreated,
     ChatSent,
@@ -72,6 +71,7 @@ from pbmserv.service.events import (
     RequestLapsed,
     RequestMade,
 )
+from pbmserv.service.followers import EVENT_FOLLOWERS
 from pbmserv.service.limits import challenger_of
 from pbmserv.service.ratings import rate_board
 
@@ -112,27 +112,31 @@ class GameService:
         self.session.execute(insert(BoardEvent), {
             "board_id": event.board_id, "kind": event.kind, "data": event.data(),
             "created_at": self.now})
-        for follower in FOLLOWERS.get(type(event), ()):
+        for follower in EVENT_FOLLOWERS.get(type(event), ()):
             follower(self, event)
 
     # -- creating boards ----------------------------------------------------------------
     def challenge(self, engine: AnyEngine, users: Sequence[User], flags: Sequence[str], *,
                   nag_days: int = 7, forfeit_days: int = 21, sender: str | None = None,
-                  ) -> Board:
+                  taken_by: User | None = None) -> Board:
         """Start a board at once between ``users`` (the first moves first), asked for
         by ``sender`` (an address: a challenge needs no password, so nobody has taken
-        the board up yet)."""
+        the board up yet), or by ``taken_by``, one of ``users`` who proved their
+        account with it (their password, or their reply address): the board is theirs
+        at once."""
         if len(users) != len(engine.seats):
             raise PlayerError(f"{engine.name} needs exactly {len(engine.seats)} userids",
                               usage=True)
         options = self._options(engine, flags)
-        check_clock_days(nag_days, forfeit_days)
-        check_challenge_clock(nag_days, forfeit_days)
+        clock.check_clock_days(nag_days, forfeit_days)
+        clock.check_challenge_clock(nag_days, forfeit_days)
         check_consent(self.session, engine.name, users)
         board = self._create(engine, users, options, nag_days, forfeit_days, taken=False)
         board.challenged_by = sender.lower() if sender else None
-        challenger = challenger_of(users, sender) if sender else None
+        challenger = taken_by or (challenger_of(users, sender) if sender else None)
         board.challenger_id = challenger.id if challenger is not None else None
+        if taken_by is not None:
+            self._take_up(board, taken_by)
         return board
 
     def start_agreed(self, engine: AnyEngine, users: Sequence[User], flags: Sequence[str], *,
@@ -143,7 +147,7 @@ class GameService:
         (accept, reject, limit) do not apply; everything else is as for a challenge.
         """
         options = self._options(engine, flags)
-        check_clock_days(nag_days, forfeit_days)
+        clock.check_clock_days(nag_days, forfeit_days)
         return self._create(engine, users, options, nag_days, forfeit_days,
                             tournament=(tournament, round_))
 
@@ -187,7 +191,7 @@ class GameService:
              forfeit_days: int = 21) -> Seek:
         """Post an open challenge that anyone may join."""
         options = self._options(engine, flags)
-        check_clock_days(nag_days, forfeit_days)
+        clock.check_clock_days(nag_days, forfeit_days)
         highest = self.session.scalar(select(func.max(Seek.number))
                                       .where(Seek.game == engine.name))
         seek = Seek(game=engine.name, number=(highest or 0) + 1, user=user,
@@ -648,29 +652,6 @@ class GameService:
         for board in boards:
             if player_of(board, board.to_move).id == user.id:
                 clock.schedule(self.session, board, self.now)
-
-
-def check_clock_days(nag_days: int, forfeit_days: int) -> None:
-    if not 1 <= nag_days <= clock.MAX_CLOCK_DAYS or not 1 <= forfeit_days <= clock.MAX_CLOCK_DAYS:
-        raise PlayerError(f"nag and forfeit times are 1 to {clock.MAX_CLOCK_DAYS} days")
-    if forfeit_days < nag_days:
-        raise PlayerError("the forfeit time must not be shorter than the nag time")
-
-
-#: the shortest clock of a board started by a challenge: nobody has to answer a board
-#: someone else started within less than a week, nor be reminded more than every 3 days
-CHALLENGE_MIN_NAG_DAYS = 3
-CHALLENGE_MIN_FORFEIT_DAYS = 7
-
-
-def check_challenge_clock(nag_days: int, forfeit_days: int) -> None:
-    if nag_days < CHALLENGE_MIN_NAG_DAYS or forfeit_days < CHALLENGE_MIN_FORFEIT_DAYS:
-        raise PlayerError(
-            f"a challenge's clock nags after {CHALLENGE_MIN_NAG_DAYS} days at the least and "
-            f"forfeits after {CHALLENGE_MIN_FORFEIT_DAYS} at the least (--nagtime="
-            f"{max(nag_days, CHALLENGE_MIN_NAG_DAYS)} --forfeittime="
-            f"{max(forfeit_days, CHALLENGE_MIN_FORFEIT_DAYS)}); a shorter clock may be "
-            "agreed with a seek, which both players join themselves", usage=True)
 
 
 def board_engine(name: str) -> AnyEngine:

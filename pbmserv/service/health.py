@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
 
+from pbmserv.bounces.scoring import problem_counts
 from pbmserv.config import Settings, relay_url
 from pbmserv.db import migrate
 from pbmserv.db.base import utcnow
@@ -25,7 +26,6 @@ from pbmserv.db.session import Database
 from pbmserv.db.status import AlertKind, InboundStatus, OutboxStatus
 from pbmserv.render import duration
 from pbmserv.service import incidents
-from pbmserv.service.bounces import problem_counts
 
 #: mail stored this long ago and still not processed: nothing is processing it
 INBOX_LATE = incidents.INBOX_LATE

@@ -17,8 +17,9 @@
   tournament still in play, and is not paired again.  A declined tournament board
   is lost by the player who declined it (and, like any declined board, not rated).
 - Every end of a tournament board reaches ``board_finished``, which follows the
-  GameFinished events the game service records (``events.follow``): it records the
-  board's score and moves the tournament on.
+  GameFinished events the game service records (listed in
+  pbmserv.service.followers): it records the board's score and moves the
+  tournament on.
 
 Tournament events (TournamentStarted, RoundStarted, TournamentFinished) are recorded
 through the game service; pbmserv.notifications mails the players.
@@ -30,6 +31,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -46,15 +48,14 @@ from pbmserv.db.status import BoardStatus, TournamentStatus
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.games.base import Outcome, RuleError, Termination
 from pbmserv.ratings import Rating
+from pbmserv.service.clock import check_clock_days
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.events import (
     GameFinished,
     RoundStarted,
     TournamentFinished,
     TournamentStarted,
-    follow,
 )
-from pbmserv.service.games import GameService, check_clock_days
 from pbmserv.service.ratings import first_score
 from pbmserv.tournaments import (
     BYE_POINTS,
@@ -69,6 +70,9 @@ from pbmserv.tournaments import (
     standings,
     swiss_players,
 )
+
+if TYPE_CHECKING:  # the game service calls board_finished (pbmserv.service.followers)
+    from pbmserv.service.games import GameService
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}$")
 MIN_PLAYERS = 2
@@ -488,7 +492,6 @@ def start_waiting_boards(games: GameService, limit: int = START_STEP) -> int:
     return TournamentService(games).start_waiting(tournament, limit)
 
 
-@follow(GameFinished)
 def board_finished(games: GameService, event: GameFinished) -> None:
     """A board has just finished (the game service recorded it): if it is a
     tournament's, record its score and move the tournament on."""

@@ -23,11 +23,11 @@ from pbmserv.db import migrate
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.service.health import status_of
+from pbmserv.unsubscribe.web import Unsubscribing
 from pbmserv.web.limits import BodyLimit
 from pbmserv.web.metrics import exposition, registry_for
 from pbmserv.web.move import MovePages
 from pbmserv.web.pages import Pages, page
-from pbmserv.web.unsubscribe import Unsubscribing
 
 log = logging.getLogger("pbmserv.web")
 #: what an error page says above the detail
@@ -41,7 +41,7 @@ METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 def create_app(db: Database, settings: Settings) -> Starlette:
     """The pages; ``db`` is read in read-only sessions, and written only to unsubscribe
-    (pbmserv.web.unsubscribe)."""
+    (pbmserv.unsubscribe.web)."""
     pages = Pages(db, settings)
     leaving = Unsubscribing(db, settings)
     moving = MovePages(db, settings)

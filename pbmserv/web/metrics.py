@@ -20,12 +20,12 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
+from pbmserv.bounces.scoring import problem_counts
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import ImapState, InboundMessage, OutboxMessage, RelayState
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus, OutboxStatus
-from pbmserv.service.bounces import problem_counts
 
 log = logging.getLogger("pbmserv.web")
 

@@ -1,15 +1,15 @@
 """``pbmserv users bounces`` and ``pbmserv users clear-bounces``: addresses whose mail
-bounces (see pbmserv.service.bounces)."""
+bounces (see pbmserv.bounces.scoring)."""
 
 from __future__ import annotations
 
 import click
 
+from pbmserv.bounces import scoring
 from pbmserv.cli.accounts import users
 from pbmserv.cli.app import database, pass_settings
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.service import bounces
 
 
 @users.command("bounces")
@@ -19,7 +19,7 @@ def users_bounces(settings: Settings) -> None:
     bounces (the address is dead), soft ones (a policy refusal, a full mailbox) and
     delays (never counted) within bounce_days, and the last one with its reason."""
     with database(settings).reading() as session:
-        found = bounces.bounce_list(session, settings, utcnow())
+        found = scoring.bounce_list(session, settings, utcnow())
     if not found:
         click.echo("no address bounces")
         return
@@ -46,7 +46,7 @@ def users_clear_bounces(settings: Settings, address: str | None, every: bool) ->
     if (address is None) == (not every):
         raise click.UsageError("give an ADDRESS (see 'pbmserv users bounces') or --all")
     with database(settings).transaction() as session:
-        cleared = bounces.clear(session, address, utcnow())
+        cleared = scoring.clear(session, address, utcnow())
     if address is not None and not cleared:
         raise click.ClickException(f"{address} has no bounces")
     click.echo(f"cleared {cleared} address(es): mailed again")

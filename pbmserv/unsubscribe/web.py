@@ -21,7 +21,7 @@ from pbmserv.db.models import Board, User
 from pbmserv.db.session import Database
 from pbmserv.games import get_engine
 from pbmserv.service.reply_tokens import read_unsubscribe_tag, server_secret
-from pbmserv.service.unsubscribe import unsubscribe
+from pbmserv.unsubscribe.changes import unsubscribe
 from pbmserv.web.pages import HEADERS, page
 
 #: the form posts to the page itself

@@ -1,7 +1,7 @@
 """A mail to an unsubscribe address (``pbmserv+unsub-...@domain``, the mailto of a
 list mail's List-Unsubscribe): whatever it says, it unsubscribes the reader the
 address was made for.  The confirmation goes to that player's own address, never to
-the sender (a mailbox provider may send the mail in the player's name)."""
+the sender (pbmserv.unsubscribe.notices)."""
 
 from __future__ import annotations
 
@@ -13,19 +13,11 @@ from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.status import InboundStatus
 from pbmserv.mail.parse import ParsedMail
-from pbmserv.notifications.outbox import our_subject, queue_mail
-from pbmserv.render import render
 from pbmserv.service.reply_tokens import server_secret
-from pbmserv.service.unsubscribe import Unsubscribed, unsubscribe
+from pbmserv.unsubscribe.changes import unsubscribe
+from pbmserv.unsubscribe.notices import tell_not_ours, tell_unsubscribed
 
 log = logging.getLogger(__name__)
-
-
-def confirmation(done: Unsubscribed, settings: Settings) -> tuple[str, str]:
-    """(subject, body) of the mail that says what an unsubscribe did."""
-    context = {"done": done, "settings": settings}
-    return (render("subjects/unsubscribed.txt.j2", **context).strip(),
-            render("unsubscribed.txt.j2", **context))
 
 
 def handle_unsubscribe(session: Session, settings: Settings, inbound_id: int,
@@ -35,14 +27,9 @@ def handle_unsubscribe(session: Session, settings: Settings, inbound_id: int,
     if done is None:
         if mail.silent_reason:
             return InboundStatus.IGNORED, "unsubscribe address not ours: nothing changed"
-        queue_mail(session, settings, to=mail.reply_to,
-                   subject=our_subject(settings, "not unsubscribed"),
-                   body=render("unsubscribe_invalid.txt.j2", settings=settings),
-                   inbound_id=inbound_id, in_reply_to=mail.message_id)
+        tell_not_ours(session, settings, mail.reply_to, inbound_id, mail.message_id)
         return InboundStatus.DONE, "unsubscribe address not ours: nothing changed"
-    subject, body = confirmation(done, settings)
-    queue_mail(session, settings, to=done.user.email, subject=subject, body=body,
-               inbound_id=inbound_id)
+    tell_unsubscribed(session, settings, done, inbound_id)
     note = f"unsubscribe: {done.user.userid}, {done.what.kind} {done.game}".strip()
     log.info("message %s: %s", inbound_id, note)
     return InboundStatus.DONE, note + ("" if done.changed else " (was off already)")

@@ -10,7 +10,7 @@ first, then its Final-Recipient).  Anything else (a bounce to the plain game add
 that names no mail of ours, a VERP address with a wrong signature) is stored as
 ``ignored`` with the reason, and logged: a stranger's forged bounce suspends nobody.
 
-What counts is what the failure says of the address (pbmserv.service.bounces.
+What counts is what the failure says of the address (pbmserv.bounces.scoring.
 bounce_kind): hard, soft, or a delay (recorded, never counted).  A report of a
 delivery counts for nothing; nor does an auto-reply that came to the bounce address
 (a vacation message answers the envelope sender).
@@ -23,15 +23,15 @@ import logging
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from pbmserv.bounces.notices import tell_opponents
+from pbmserv.bounces.reading import BounceReport, Failure
+from pbmserv.bounces.scoring import bounce_kind, record_bounce, reply_code
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
 from pbmserv.db.status import BounceKind, InboundStatus
 from pbmserv.mail.addresses import BOUNCE_PREFIX
-from pbmserv.mail.bounces import BounceReport, Failure
 from pbmserv.mail.parse import ParsedMail
-from pbmserv.notifications.bounces import tell_opponents
-from pbmserv.service.bounces import bounce_kind, record_bounce, reply_code
 from pbmserv.service.reply_tokens import read_bounce_tag, server_secret
 
 log = logging.getLogger(__name__)

@@ -8,11 +8,11 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
+from pbmserv.bounces.scoring import boards_waiting_for, suspended_among
 from pbmserv.config import Settings
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.render import render
 from pbmserv.service.boards import engine_of
-from pbmserv.service.bounces import boards_waiting_for, suspended_among
 
 log = logging.getLogger(__name__)
 
