@@ -62,7 +62,7 @@ messages: $(STAMP)
 	$(BIN)/pybabel -q extract -F babel.cfg --omit-header --sort-output --no-wrap \
 	    --add-location=file -o $(LOCALE)/messages.pot .
 	for po in $(LOCALE)/*/LC_MESSAGES/messages.po; do \
-	    $(BIN)/pybabel -q update --no-wrap --ignore-obsolete --previous --ignore-pot-creation-date \
+	    $(BIN)/pybabel -q update --no-wrap --ignore-obsolete --no-fuzzy-matching --ignore-pot-creation-date \
 	        -i $(LOCALE)/messages.pot -o $$po -l $$(basename $$(dirname $$(dirname $$po))) \
 	        || exit 1; done
 
