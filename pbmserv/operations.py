@@ -21,7 +21,6 @@ from sqlalchemy import ColumnElement, or_, select, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from pbmserv.commands.account import mail_reset_code
 from pbmserv.config import Settings, relay_url
 from pbmserv.db import migrate
 from pbmserv.db.base import utcnow
@@ -32,13 +31,14 @@ from pbmserv.db.status import InboundStatus, OutboxStatus
 from pbmserv.intake.imap import check_mailbox
 from pbmserv.mail.addresses import address_key
 from pbmserv.notifications import Notifier
+from pbmserv.notifications.accounts import mail_reset_code
 from pbmserv.notifications.views import board_summary
 from pbmserv.processing import process_message
 from pbmserv.sender.delivery import Sender, envelope_sender
 from pbmserv.sender.relay import RelayConnection, RelayDown
 from pbmserv.sender.relay import check as check_relay
 from pbmserv.sender.standing import forget_backoff
-from pbmserv.service import admin
+from pbmserv.service import admin, resets
 from pbmserv.service.accounts import existing_user
 from pbmserv.service.boards import engine_of
 from pbmserv.service.errors import PlayerError
@@ -342,8 +342,12 @@ def mail_reset(db: Database, settings: Settings, userid: str) -> tuple[bool, dat
     valid."""
     now = utcnow()
     with db.transaction() as session:
-        sent, row = mail_reset_code(session, settings, existing_user(session, userid), now)
-        return sent, row.expires_at
+        user = existing_user(session, userid)
+        code, row = resets.issue(session, user, now)
+        if code is not None:
+            mail_reset_code(session, settings, to=user.email, userid=user.userid, code=code,
+                            expires=row.expires_at)
+        return code is not None, row.expires_at
 
 
 @dataclass(frozen=True)

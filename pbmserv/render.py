@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Iterable, MutableMapping
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,29 @@ def time_taken(player: tuple[str, str, int]) -> str:
     return f"{player[1]} {duration(player[2])}"
 
 
+def day(when: datetime) -> str:
+    """``3 December 2026``: a date as people write it, the month in words (no reader
+    takes 03/12 for the wrong month)."""
+    return f"{when.day} {when:%B %Y}"
+
+
+def instant(when: datetime) -> str:
+    """``3 December 2026, 14:05 UTC``: a deadline's date and time."""
+    return f"{day(when)}, {when:%H:%M} UTC"
+
+
+def time_left(seconds: float) -> str:
+    """How long until a deadline, rounded: ``in 20 days``, ``in 5 hours``, ``within the
+    hour``; ``now`` once it has passed (the clock acts on it within minutes)."""
+    if seconds <= 0:
+        return "now"
+    for unit, size in (("day", 86400), ("hour", 3600)):
+        if seconds >= size:
+            n = round(seconds / size)
+            return f"in {n} {unit}{'s' if n != 1 else ''}"
+    return "within the hour"
+
+
 def center_join(items: Iterable[str], width: int, sep: str = " ") -> str:
     """Each item centred in ``width`` columns, joined by ``sep``: a row of cells in one
     filter call (not one a cell as ``map("center")`` makes, nor a join after it)."""
@@ -198,6 +222,7 @@ def environment() -> Environment:
     env.filters["duration"] = duration
     env.filters["time_taken"] = time_taken
     env.filters["center_join"] = center_join
+    env.filters.update(day=day, instant=instant, time_left=time_left)
     return env
 
 
@@ -221,6 +246,7 @@ def _html_environment(loader: BaseLoader) -> Environment:
     env.filters["duration"] = duration
     env.filters["time_taken"] = time_taken
     env.filters["mask_addresses"] = mask_addresses
+    env.filters.update(day=day, instant=instant, time_left=time_left)
     return env
 
 

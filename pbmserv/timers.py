@@ -25,13 +25,13 @@ from pbmserv.db.models import (
     PasswordReset,
     User,
 )
+from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.db.status import DigestMode, InboundStatus, OutboxStatus
 from pbmserv.notifications import Notifier
 from pbmserv.notifications.alerts import mail_alerts
-from pbmserv.notifications.digest import digest
-from pbmserv.notifications.lists import DIGEST, list_fields
-from pbmserv.notifications.outbox import fold_held, queue_mail
+from pbmserv.notifications.digest import mail_digest
+from pbmserv.notifications.held import fold_held
 from pbmserv.service.confirmations import lapse_due
 from pbmserv.service.games import GameService
 from pbmserv.service.mail_prefs import next_digest
@@ -52,7 +52,9 @@ def run_clocks(db: Database, settings: Settings, now: datetime | None = None) ->
     for _ in range(MAX_BATCHES):
         try:
             looked = _clock_batch(db, settings, now, None)
-        except Exception:
+        except Exception as exc:
+            log.warning("clock: the batch of due boards failed (%s); each board is tried "
+                        "alone", describe(exc, db.url), exc_info=True)
             looked = _clock_one_by_one(db, settings, now)
         done += looked
         if looked < BATCH:
@@ -128,7 +130,9 @@ def run_digests(db: Database, settings: Settings, now: datetime | None = None) -
     for _ in range(MAX_BATCHES):
         try:
             looked = _digest_batch(db, settings, now, None)
-        except Exception:
+        except Exception as exc:
+            log.warning("digests: the batch of due digests failed (%s); each digest is "
+                        "tried alone", describe(exc, db.url), exc_info=True)
             looked = _digests_one_by_one(db, settings, now)
         done += looked
         if looked < BATCH:
@@ -157,11 +161,8 @@ def _digest_batch(db: Database, settings: Settings, now: datetime | None,
         upto = int(session.scalar(select(func.max(BoardEvent.id))) or 0)
         for prefs in due:
             user = session.get(User, prefs.user_id)
-            mail = None if user is None or user.closed_at else digest(
-                session, user, prefs.digest_event_id, upto, settings.server_name)
-            if user is not None and mail is not None:
-                queue_mail(session, settings, to=user.email, subject=mail[0], body=mail[1],
-                           listed=list_fields(session, settings, DIGEST, user))
+            if user is not None and not user.closed_at:
+                mail_digest(session, settings, user, prefs.digest_event_id, upto)
             prefs.digest_event_id = upto
             prefs.digest_next_at = next_digest(prefs.digest, prefs.digest_hour, when)
     return len(due)

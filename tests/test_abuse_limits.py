@@ -15,7 +15,7 @@ from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board, OutboxMessage, TournamentGame
 from pbmserv.db.session import Database
 from pbmserv.db.status import OutboxStatus
-from pbmserv.notifications.outbox import fold_held
+from pbmserv.notifications.held import fold_held
 from pbmserv.service.tournaments import START_STEP
 from pbmserv.timers import run_tournament_steps
 from tests.conftest import Mailer, check_mail_shape

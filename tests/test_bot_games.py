@@ -156,24 +156,30 @@ def test_bots_grant_undo_and_answer_draws_by_their_rule(mailer: Mailer, db: Data
     assert (before.ply, before.to_move) == (3, 1)
     # alice asks to take back the move she just made, before the bot replied to it:
     # the bot answers first, and grants it (as it grants every undo)
-    mailer.send("honeydonuts move 101 alice pw-alice undo")
-    assert loop.once() == 1
+    # the bot's answer needs no thought: it is given at once, and alice gets one mail,
+    # the board as the undo left it, with the reply address for the move asked now
+    # (not one for the move taken back, then a second mail)
+    [told] = mailer.send("honeydonuts move 101 alice pw-alice undo")
+    assert loop.once() == 0  # alice's turn again
     after = board_row(db, "honeydonuts")
     assert (after.ply, after.to_move, after.request_kind) == (2, 0, None)
-    with db.transaction() as s:
-        told = s.scalar(select(OutboxMessage).where(OutboxMessage.to_addr == "alice@example.org")
-                        .order_by(OutboxMessage.id.desc()).limit(1))
-        assert told is not None
-    assert "bot1 accepted your request to take back a move." in flat(told.body)
-    assert loop.once() == 0  # alice's turn again
+    assert told.to_addr == "alice@example.org"
+    assert told.reply_to is not None and told.reply_to.startswith(
+        f"pbmserv+b{after.id}u") and f"m3t{after.takebacks}-" in told.reply_to
+    assert told.body.startswith(
+        "> honeydonuts move 101 alice ***** undo\n"
+        "You have asked to take back your last move on Honey Donuts board 101.\n"
+        "bot1 accepted your request to take back a move.\n"
+        "Move 3 (")
+    assert "it is your turn again.\n\nSummary of Honey Donuts Board 101\n" in told.body
     alice_moves(mailer, db, "honeydonuts", rng)
     assert loop.once() == 1
     # the usual case: the bot replied within seconds, then alice has second thoughts;
     # her move and the bot's reply go back together
     replied = board_row(db, "honeydonuts")
     assert (replied.ply, replied.to_move) == (4, 0)
-    mailer.send("honeydonuts move 101 alice pw-alice undo")
-    assert loop.once() == 1
+    [told] = mailer.send("honeydonuts move 101 alice pw-alice undo")
+    assert loop.once() == 0
     back = board_row(db, "honeydonuts")
     assert (back.ply, back.to_move, back.request_kind) == (2, 0, None)
     assert back.position == after.position
@@ -191,10 +197,11 @@ def test_bots_grant_undo_and_answer_draws_by_their_rule(mailer: Mailer, db: Data
     board = board_row(db, "honeydonuts")
     assert board.finished is expected and board.request_kind is None
     with db.transaction() as s:
-        told = s.scalar(select(OutboxMessage).where(OutboxMessage.to_addr == "alice@example.org")
-                        .order_by(OutboxMessage.id.desc()).limit(1))
-        assert told is not None
-    assert ("accepted" if expected else "rejected") in flat(told.body), told.body
+        answer = s.scalar(select(OutboxMessage)
+                          .where(OutboxMessage.to_addr == "alice@example.org")
+                          .order_by(OutboxMessage.id.desc()).limit(1))
+        assert answer is not None
+    assert ("accepted" if expected else "rejected") in flat(answer.body), answer.body
     assert bot_mail_count(db) == 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -16,7 +16,7 @@ from pbmserv import worker
 from pbmserv.cli import main
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import Board, Move, OutboxMessage, PlayerRating, Vacation
+from pbmserv.db.models import Board, Move, OutboxMessage, PlayerRating, User, Vacation
 from pbmserv.db.session import Database
 from pbmserv.notifications import Notifier
 from pbmserv.server import Server
@@ -24,6 +24,11 @@ from pbmserv.service.games import GameService
 from pbmserv.timers import RETRY_AFTER, run_clocks
 from pbmserv.worker import WorkLoop
 from tests.conftest import Mailer, check_mail_shape, free_port, read_maildir, wait_until_settled
+
+
+def when(instant: datetime) -> str:
+    """A deadline as the mails write it: 3 December 2026, 14:05 UTC."""
+    return f"{instant.day} {instant:%B %Y}, {instant:%H:%M} UTC"
 
 
 def flat(text: str) -> str:
@@ -84,7 +89,15 @@ def test_nags_then_loss_on_time(mailer: Mailer, db: Database, settings: Settings
     [nag] = clock_mails(db, settings)
     assert nag.to_addr == "bob@example.org" and nag.subject == "Nag: Honey Donuts Board 101 bob"
     text = flat(nag.body)
-    assert "you have not moved for 7 days" in text and "after 21 days, you lose" in text
+    runs_out = board(db).turn_started_at + timedelta(days=21)
+    # (the dates' widths vary: compared with the lines' breaks left out)
+    assert text.startswith(
+        "It is your move on Honey Donuts board 101, bob, and you have not moved for 7 "
+        f"days. If you have not moved after 21 days, by {when(runs_out)} "
+        "(in 14 days), you lose the game on time. Going away?")
+    assert ("Clock: a reminder after 7 days without a move, lost on time after 21. "
+            f"bob has until {when(runs_out)} to move; then the game is lost on "
+            "time. Or simply reply") in text
     assert "Summary of Honey Donuts Board 101" in text
     # the board drawn in the HTML part, as in every board mail
     assert nag.html_body is not None and "<table" in nag.html_body
@@ -206,7 +219,7 @@ def test_a_crash_between_the_nag_and_its_mail_loses_and_repeats_nothing(
 
 def test_a_board_whose_clock_fails_keeps_no_other_waiting(
         mailer: Mailer, db: Database, settings: Settings,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     start(mailer)
     mailer.reply("exnihilo challenge alice bob")  # alice to move there
     time_passes(db, 7.5)
@@ -220,6 +233,10 @@ def test_a_board_whose_clock_fails_keeps_no_other_waiting(
     with monkeypatch.context() as patch:
         patch.setattr(GameService, "check_clock", broken_on_honeydonuts)
         assert [m.subject for m in clock_mails(db, settings)] == ["Nag: Ex nihilo Board 101 alice"]
+    # why the batch was given up for one board at a time is in the log
+    assert [r.getMessage() for r in caplog.records if r.name == "pbmserv.timers"
+            and "batch" in r.getMessage()] == [
+        "clock: the batch of due boards failed (ValueError: a bug); each board is tried alone"]
     with db.transaction() as s:
         broken = s.scalar(select(Board).where(Board.game == "honeydonuts"))
         assert broken is not None and broken.nags_sent == 0 and broken.clock_due_at is not None
@@ -377,3 +394,61 @@ def test_serve_runs_the_clock(mailer: Mailer, db: Database, settings: Settings,
     nags = [m for m in read_maildir(settings.maildir)
             if m["Subject"] == "Nag: Honey Donuts Board 101 bob"]
     assert len(nags) == 1
+
+
+def board_no(db: Database, number: int) -> Board:
+    with db.transaction() as s:
+        found = s.scalar(select(Board).where(Board.number == number))
+        assert found is not None
+        return found
+
+
+def vacation_end(db: Database, userid: str) -> datetime:
+    with db.transaction() as s:
+        found = s.scalar(select(Vacation.ends_at).join(User, User.id == Vacation.user_id)
+                         .where(User.key == userid))
+        assert found is not None
+        return found
+
+
+def test_a_vacation_is_shown_and_a_loss_on_time_counts_it(
+        mailer: Mailer, db: Database, settings: Settings) -> None:
+    """bob's vacation shows on his boards (the board mail, 'show', his opponent's
+    reminder), moves his deadline by its length, and the loss on time that follows
+    says how many days he did not move, and how many of them he was away."""
+    start(mailer, "--nagtime=3", "--forfeittime=7")  # board 101: bob to move
+    mailer.reply("honeydonuts challenge bob alice --nagtime=3 --forfeittime=7")
+    mailer.reply("honeydonuts move 102 bob pw-bob a1-a2", sender="bob@example.org")
+    mailer.reply("honeydonuts accept 102 alice pw-alice")  # alice to move on 102
+    time_passes(db, 2)
+    mailer.reply("vacation bob pw-bob 5", sender="bob@example.org")
+    back = vacation_end(db, "bob")
+    # 2 of bob's 7 days are gone; the other 5 run from the end of his vacation
+    runs_out = back + timedelta(days=5)
+    shown = mailer.reply("honeydonuts show 101")
+    # (the dates' widths vary: compared with the lines' breaks left out)
+    assert ("Clock: a reminder after 3 days without a move, lost on time after 7. "
+            f"bob has until {when(runs_out)} to move; then the game is lost on time. "
+            f"bob is on vacation until {back.day} {back:%B %Y}; bob's clock is stopped. "
+            ) in flat(shown)
+    time_passes(db, 1.1)  # alice has let board 102 wait 3 days: her reminder
+    [nag] = clock_mails(db, settings)
+    assert nag.to_addr == "alice@example.org"
+    alice_out = board_no(db, 102).turn_started_at + timedelta(days=7)
+    back = vacation_end(db, "bob")  # (moved back with every instant stored)
+    assert flat(nag.body).startswith(
+        "It is your move on Honey Donuts board 102, alice, and you have not moved for "
+        f"3 days. If you have not moved after 7 days, by {when(alice_out)} (in "
+        "4 days), you lose the game on time. "
+        f"bob is on vacation until {back.day} {back:%B %Y}; bob's clock is stopped. "
+        'Going away? "vacation alice <password> DAYS" stops all your clocks for DAYS')
+    mailer.reply("honeydonuts move 102 alice pw-alice e1-e2")
+    # 12 days after his turn began on board 101, 5 of them away: bob's 7 are up
+    time_passes(db, 9)
+    out = clock_mails(db, settings)
+    ended = [m for m in out if m.subject == "Honey Donuts Board 101 Game over"]
+    assert sorted(m.to_addr for m in ended) == ["alice@example.org", "bob@example.org"]
+    assert ("Game won by alice (Red): bob did not move for 12 days (5 of them on\n"
+            "vacation, which the clock does not count).\n") in ended[0].body
+    # on board 102 his clock started on his vacation's fourth day: a reminder only
+    assert [m.subject for m in out if m not in ended] == ["Nag: Honey Donuts Board 102 bob"]

@@ -86,7 +86,7 @@ def test_a_digest_instead_of_a_mail_per_move(mailer: Mailer, db: Database,
 
 def test_a_crash_before_the_digest_mail_repeats_nothing(
         mailer: Mailer, db: Database, settings: Settings,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     mailer.signup("alice", "bob")
     mailer.reply("notify alice pw-alice digest twice")
     mailer.reply("honeydonuts challenge bob alice")
@@ -100,6 +100,9 @@ def test_a_crash_before_the_digest_mail_repeats_nothing(
     with monkeypatch.context() as patch:
         patch.setattr(digest_module, "board_summary", crash)
         assert run_digests(db, settings) == 1  # looked at, failed, put off
+    assert [r.getMessage() for r in caplog.records if "batch" in r.getMessage()] == [
+        "digests: the batch of due digests failed (RuntimeError: killed while writing the "
+        "digest); each digest is tried alone"]
     assert new_mails(db, before) == []
     assert run_digests(db, settings) == 0  # not tried again at once
     later = datetime.now(UTC) + RETRY_AFTER + timedelta(minutes=1)

@@ -26,7 +26,7 @@ from pbmserv.db.models import Board, InboundMessage, OutboxMessage, User
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus, OutboxStatus
 from pbmserv.mail.addresses import address_key
-from pbmserv.notifications.outbox import fold_held
+from pbmserv.notifications.held import fold_held
 from pbmserv.service.throttle import sender_key, throttled
 from tests.conftest import Mailer, make_mail
 

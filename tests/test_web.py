@@ -16,9 +16,9 @@ from starlette.testclient import TestClient
 
 from pbmserv.config import Settings
 from pbmserv.db.session import Database
+from pbmserv.reads.pages import boards_of_game, boards_of_player
 from pbmserv.service.accounts import find_user
 from pbmserv.web import create_app
-from pbmserv.web.queries import boards_of_game, boards_of_player
 from tests.conftest import Mailer
 from tests.webdata import HONEY_CELLS, ODD, fill
 

@@ -4,14 +4,19 @@ reaches its followers whichever module a process imported first."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import pkgutil
 import subprocess
 import sys
 import typing
+from pathlib import Path
 from types import ModuleType
 
+import grimp
+
+import pbmserv
 import pbmserv.commands
 import pbmserv.service
 from pbmserv.commands.base import Command
@@ -80,3 +85,81 @@ def test_importing_one_service_alone_reaches_the_followers() -> None:
                          check=True).stdout
     assert out.strip() == "['pbmserv.service.tournaments.board_finished']"
     assert EVENT_FOLLOWERS[GameFinished]  # and so in this process
+
+
+#: the modules that may queue mail: the notifications, and the notices modules of
+#: the feature packages (the import contract in pyproject.toml says so of the outbox
+#: module; this says it of the function, however it is reached)
+QUEUERS = ("pbmserv.notifications", "pbmserv.bounces.notices", "pbmserv.unsubscribe.notices")
+
+
+def test_only_the_notifications_queue_mail() -> None:
+    root = Path(pbmserv.__file__).parent
+    naming = []
+    for path in sorted(root.rglob("*.py")):
+        module = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+        module = module.removesuffix(".__init__")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if any(isinstance(node, ast.Name | ast.alias | ast.Attribute)
+               and "queue_mail" in (getattr(node, "id", None), getattr(node, "name", None),
+                                    getattr(node, "attr", None))
+               for node in ast.walk(tree)):
+            naming.append(module)
+    assert "pbmserv.notifications.digest" in naming  # the walk sees a caller
+    assert [m for m in naming if not m.startswith(QUEUERS)] == []
+
+
+#: what writes: SQLAlchemy's statements that change rows, and a session's changes
+WRITES = {"insert", "update", "delete", "add", "add_all", "flush", "commit", "merge",
+          "bulk_save_objects", "execute_many"}
+
+
+def test_the_read_model_only_reads() -> None:
+    root = Path(pbmserv.__file__).parent / "reads"
+    found = {}
+    for path in sorted(root.glob("*.py")):
+        names = {getattr(node, attr) for node in ast.walk(ast.parse(path.read_text()))
+                 for attr in ("id", "name", "attr") if isinstance(getattr(node, attr, None), str)}
+        found[path.name] = names & WRITES
+    assert {"boards.py", "queues.py", "pages.py"} <= set(found)
+    assert {name: writes for name, writes in found.items() if writes} == {}
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    """No module reaches itself through its imports (imports made for type checkers
+    alone do not run: the game service and a follower of its events name each other
+    so, as do the notifier and its replies)."""
+    graph = grimp.build_graph("pbmserv", exclude_type_checking_imports=True)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's strongly connected components
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(graph.modules)))
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    assert len(graph.modules) > 150  # the graph is pbmserv's
+    assert cycles == []

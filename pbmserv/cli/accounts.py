@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import click
-from sqlalchemy import select
 
 from pbmserv import operations
 from pbmserv.cli.app import database, main, pass_settings
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import User
 from pbmserv.logs import audit
 from pbmserv.service import admin, throttle
 from pbmserv.service.accounts import existing_user, has_no_password
@@ -32,7 +30,7 @@ def users() -> None:
 def users_list(settings: Settings) -> None:
     """List accounts."""
     with database(settings).reading() as session:
-        for u in session.scalars(select(User).order_by(User.key)):
+        for u in admin.accounts(session):
             notes = [f"closed {u.closed_at:%Y-%m-%d}" if u.closed_at else "",
                      f"disabled {u.disabled_at:%Y-%m-%d}" if u.disabled_at else "",
                      f"a bot, played by the server as {u.bot}" if u.bot is not None else

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import click
-from sqlalchemy import select
 
 from pbmserv import operations
 from pbmserv.cli.app import database, main, pass_settings
 from pbmserv.config import Settings
-from pbmserv.db.models import Board
-from pbmserv.db.status import BoardStatus
 from pbmserv.games import get_engine
 from pbmserv.logs import audit
 from pbmserv.notifications.views import status_line
+from pbmserv.service import admin
 
 _reason = click.option("--reason", default=None,
                        help="A few words for the players: shown with the result.")
@@ -30,12 +28,7 @@ def boards() -> None:
 def boards_list(settings: Settings, game: str | None, show_all: bool) -> None:
     """List boards: number, players, moves played and status."""
     with database(settings).reading() as session:
-        query = select(Board).order_by(Board.game, Board.number)
-        if game:
-            query = query.where(Board.game == game.lower())
-        if not show_all:
-            query = query.where(Board.status == BoardStatus.ACTIVE)
-        for board in session.scalars(query):
+        for board in admin.boards(session, game, finished=show_all):
             engine = get_engine(board.game)
             status = status_line(engine, board) if engine else "(game not installed)"
             players = " vs ".join(p.user.userid for p in board.players)

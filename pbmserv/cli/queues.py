@@ -5,15 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import click
-from sqlalchemy import func, or_, select
 
 from pbmserv import operations
 from pbmserv.cli.app import database, main, pass_settings
 from pbmserv.config import Settings
-from pbmserv.db.models import InboundMessage, OutboxMessage
 from pbmserv.db.problems import reason_line
 from pbmserv.db.status import InboundStatus, OutboxStatus
 from pbmserv.logs import audit
+from pbmserv.service import admin
 
 
 @main.group()
@@ -32,14 +31,8 @@ def inbox_list(settings: Settings, status: str | None, address: str | None,
                limit: int) -> None:
     """List stored messages, newest first."""
     with database(settings).reading() as session:
-        query = select(InboundMessage).order_by(InboundMessage.id.desc()).limit(limit)
-        if status:
-            query = query.where(InboundMessage.status == InboundStatus(status))
-        if address:
-            wanted = address.strip().lower()
-            query = query.where(or_(func.lower(InboundMessage.sender) == wanted,
-                                    func.lower(InboundMessage.envelope_from) == wanted))
-        for m in session.scalars(query):
+        for m in admin.inbox(session, InboundStatus(status) if status else None, address,
+                             limit):
             reason = reason_line(m.error)  # the cause, not the end of a traceback
             click.echo(f"{m.id:6} {m.status:8} {m.received_at:%Y-%m-%d %H:%M} "
                        f"{m.envelope_from or '-'}" + (f"  [{reason[:200]}]" if reason else ""))
@@ -51,9 +44,7 @@ def inbox_list(settings: Settings, status: str | None, address: str | None,
 def inbox_show(settings: Settings, message_id: int) -> None:
     """Print a stored message as received, and its error if any."""
     with database(settings).reading() as session:
-        m = session.get(InboundMessage, message_id)
-        if m is None:
-            raise click.ClickException(f"no stored message {message_id}")
+        m = admin.inbound(session, message_id)
         if m.raw or not m.size:
             click.echo(m.raw.decode("utf-8", "replace"))
         else:  # an ignored mail keeps no text (pbmserv.processing.batches)
@@ -113,12 +104,8 @@ def outbox() -> None:
 @pass_settings
 def outbox_list(settings: Settings, status: str, address: str | None, limit: int) -> None:
     """List outgoing mail by status, newest first."""
-    query = (select(OutboxMessage).where(OutboxMessage.status == OutboxStatus(status))
-             .order_by(OutboxMessage.id.desc()).limit(limit))
-    if address:
-        query = query.where(func.lower(OutboxMessage.to_addr) == address.strip().lower())
     with database(settings).reading() as session:
-        for m in session.scalars(query):
+        for m in admin.outbox(session, OutboxStatus(status), address, limit):
             error = " ".join((m.last_error or "").split())[:300]
             click.echo(f"{m.id:6} {m.status:8} tries={m.attempts} {m.to_addr}  {m.subject}"
                        + (f"  [{error}]" if error else ""))
@@ -131,9 +118,7 @@ def outbox_show(settings: Settings, outbox_id: int) -> None:
     """An outgoing mail: its state, tries and the relay's last answer, its headers and
     its text."""
     with database(settings).reading() as session:
-        m = session.get(OutboxMessage, outbox_id)
-        if m is None:
-            raise click.ClickException(f"there is no outgoing mail {outbox_id}")
+        m = admin.outgoing(session, outbox_id)
         lines = [
             ("status", f"{m.status}" + (f", sent {m.sent_at:%Y-%m-%d %H:%M:%S} UTC"
                                         if m.sent_at else "")),

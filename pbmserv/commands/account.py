@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from sqlalchemy.orm import Session
-
 from pbmserv import i18n
 from pbmserv.commands.args import small_number
 from pbmserv.commands.base import Command, Context, Invocation, Result, login
-from pbmserv.config import Settings
-from pbmserv.db.models import MailPrefs, PasswordReset, User
+from pbmserv.db.models import MailPrefs, User
 from pbmserv.db.status import DigestMode
 from pbmserv.i18n import LANGUAGES
-from pbmserv.notifications.outbox import our_subject, queue_mail
+from pbmserv.notifications.accounts import (
+    mail_address_code,
+    mail_reset_code,
+    mail_signup_code,
+    tell_address_change_asked,
+    tell_address_changed,
+)
+from pbmserv.notifications.subjects import our_subject
 from pbmserv.render import render
 from pbmserv.service import clock, confirmations, mail_prefs, resets
 from pbmserv.service.accounts import (
@@ -61,10 +63,9 @@ class Signup(Command):
         here = user.email == ctx.sender.lower()
         if not here:  # the one mail to that address until it answers
             cause = ctx.mail_others([user.email])
-            queue_mail(ctx.session, settings, to=user.email, subject=subject,
-                       inbound_id=ctx.inbound_id, secret=True, cause=cause,
-                       body=render("confirm_mail.txt.j2", userid=user.userid, code=code,
-                                   sender=ctx.sender.lower(), lapses=lapses))
+            mail_signup_code(ctx.session, settings, to=user.email, userid=user.userid,
+                             code=code, sender=ctx.sender.lower(), lapses=lapses,
+                             inbound_id=ctx.inbound_id, cause=cause)
         else:  # the reply itself is the confirmation
             ctx.secret_reply = True
         return Result(render("commands/signup.txt.j2", userid=user.userid, email=user.email,
@@ -92,13 +93,9 @@ class Confirm(Command):
             old = confirmations.confirm_address(ctx.session, user, inv.args[1], ctx.sender,
                                                 now, settings.confirm_hours)
             if not old.endswith("@" + IMPORTED_DOMAIN):
-                # the old address is told: were this not its owner's doing, they know
-                queue_mail(ctx.session, settings, to=old,
-                           subject=our_subject(settings, f"{user.userid}'s address changed"),
-                           inbound_id=ctx.inbound_id,
-                           body=render("address_changed.txt.j2", settings=settings,
-                                       userid=user.userid, new=user.email,
-                                       requester=ctx.sender))
+                tell_address_changed(ctx.session, settings, old=old, userid=user.userid,
+                                     new=user.email, requester=ctx.sender,
+                                     inbound_id=ctx.inbound_id)
             return Result(render("commands/address_confirmed.txt.j2", userid=user.userid,
                                  email=user.email, old=old),
                           subject=our_subject(settings, f"{user.userid}'s address changed"))
@@ -146,19 +143,14 @@ class Change(Command):
             ctx.secret_reply = True
         else:  # an address the account has not proved yet: counted as another's
             cause = ctx.mail_others([new])
-            queue_mail(ctx.session, settings, to=new, subject=subject,
-                       inbound_id=ctx.inbound_id, secret=True, cause=cause,
-                       body=render("new_address_mail.txt.j2", settings=settings,
-                                   userid=user.userid, code=code, sender=sender,
-                                   lapses=lapses))
+            mail_address_code(ctx.session, settings, to=new, userid=user.userid, code=code,
+                              sender=sender, lapses=lapses, inbound_id=ctx.inbound_id,
+                              cause=cause)
         told = sender != user.email and not has_no_address(user)
         if told:
-            queue_mail(ctx.session, settings, to=user.email,
-                       subject=our_subject(settings, f"{user.userid}'s address is to change"),
-                       inbound_id=ctx.inbound_id,
-                       body=render("address_change_asked.txt.j2", settings=settings,
-                                   userid=user.userid, new=new, requester=sender,
-                                   lapses=lapses))
+            tell_address_change_asked(ctx.session, settings, to=user.email,
+                                      userid=user.userid, new=new, requester=sender,
+                                      lapses=lapses, inbound_id=ctx.inbound_id)
         return Result(render("commands/change.txt.j2", user=user, what="address", new=new,
                              code=code if here else None, told=told, lapses=lapses),
                       subject=subject if here else our_subject(
@@ -265,28 +257,6 @@ class MailPreferences(Command):
                       subject=our_subject(ctx.settings, f"{user.userid}'s mail"))
 
 
-def mail_reset_code(session: Session, settings: Settings, user: User, now: datetime, *,
-                    asked: Context | None = None) -> tuple[bool, PasswordReset]:
-    """Make a reset code for ``user`` and queue the mail that carries it, to the
-    account's own address and nowhere else, linked to the mail that ``asked`` for it
-    (None: the administrator did).  Returns whether a code went out (no: one went out
-    lately) and the code's row."""
-    code, row = resets.issue(session, user, now)
-    if code is not None:
-        # refused here, the code is not kept (the command's savepoint)
-        cause = asked.mail_others([user.email]) if asked is not None else None
-        requester = asked.sender if asked is not None else None
-        body = render("reset_code.txt.j2", settings=settings, userid=user.userid, code=code,
-                      expires=row.expires_at, requester=requester,
-                      by_admin=requester is None)
-        queue_mail(session, settings, to=user.email,
-                   subject=our_subject(settings, f"a code to reset {user.userid}'s password"),
-                   body=body,
-                   secret=True, inbound_id=asked.inbound_id if asked is not None else None,
-                   cause=cause)
-    return code is not None, row
-
-
 class Reset(Command):
     name = "reset"
     arguments = "userid [code newpassword]"
@@ -308,7 +278,14 @@ class Reset(Command):
             resets.redeem(ctx.session, user, inv.args[1], inv.args[2], ctx.sender, now)
             return Result(render("commands/reset.txt.j2", userid=user.userid, done=True),
                           subject=subject + " changed")
-        sent, row = mail_reset_code(ctx.session, ctx.settings, user, now, asked=ctx)
+        code, row = resets.issue(ctx.session, user, now)
+        sent = code is not None
+        if code is not None:
+            # refused here, the code is not kept (the command's savepoint)
+            cause = ctx.mail_others([user.email])
+            mail_reset_code(ctx.session, ctx.settings, to=user.email, userid=user.userid,
+                            code=code, expires=row.expires_at, requester=ctx.sender,
+                            inbound_id=ctx.inbound_id, cause=cause)
         return Result(render("commands/reset.txt.j2", userid=user.userid, done=False,
                              sent=sent, hours=int(resets.VALID_FOR.total_seconds() // 3600),
                              requested=row.requested_at,

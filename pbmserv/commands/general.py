@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
-
 from pbmserv.bots import DRAW_PLIES, LEVELS
 from pbmserv.commands.args import small_number
 from pbmserv.commands.base import Command, Context, Invocation, Registry, Result
-from pbmserv.db.models import Board, Seek
-from pbmserv.db.status import BoardStatus, SeekStatus
+from pbmserv.db.status import BoardStatus
 from pbmserv.games import ENGINES, AnyEngine, get_engine
-from pbmserv.notifications.outbox import our_subject
+from pbmserv.notifications.subjects import our_subject
 from pbmserv.notifications.views import status_line
+from pbmserv.reads.boards import board_counts, open_seek_counts, open_seeks
+from pbmserv.reads.pages import PAGE_SIZE, boards_of_game
 from pbmserv.render import render
 from pbmserv.service.clock import VACATION_DAYS_PER_YEAR
 from pbmserv.service.consent import BOT_BOARDS_PER_PLAYER
 from pbmserv.service.errors import PlayerError
-from pbmserv.service.pages import PAGE_SIZE, boards_of_game
 
 #: help topics that are not commands or games: templates/help/<topic>.txt.j2
 TOPICS = ("multiple", "clocks", "reply", "ratings", "tournament", "bots")
@@ -98,14 +96,8 @@ class List(Command):
     def run(self, ctx: Context, inv: Invocation) -> Result:
         session = ctx.session
         if not inv.args:
-            counts = dict(session.execute(
-                select(Board.game, func.count()).where(Board.status == BoardStatus.ACTIVE)
-                .group_by(Board.game)
-            ).tuples().all())
-            seeks = dict(session.execute(
-                select(Seek.game, func.count()).where(Seek.status == SeekStatus.OPEN)
-                .group_by(Seek.game)
-            ).tuples().all())
+            counts = board_counts(session, BoardStatus.ACTIVE)
+            seeks = open_seek_counts(session)
             games = [(e, counts.get(e.name, 0), seeks.get(e.name, 0)) for e in ENGINES.values()]
             return Result(render("list.txt.j2", games=games),
                           subject=our_subject(ctx.settings, "games", colon=False))
@@ -113,19 +105,13 @@ class List(Command):
         sections = []
         for engine in engines:
             page = boards_of_game(session, engine.name, before=before)
-            open_seeks = session.scalars(
-                select(Seek).where(Seek.game == engine.name, Seek.status == SeekStatus.OPEN)
-                .order_by(Seek.number).limit(SEEKS_LISTED + 1)
-            ).all()
+            listed = open_seeks(session, SEEKS_LISTED + 1, engine.name)
             seeks_left = 0
-            if len(open_seeks) > SEEKS_LISTED:
-                open_seeks = open_seeks[:SEEKS_LISTED]
-                seeks_left = (session.scalar(
-                    select(func.count()).select_from(Seek)
-                    .where(Seek.game == engine.name, Seek.status == SeekStatus.OPEN)) or 0
-                ) - SEEKS_LISTED
+            if len(listed) > SEEKS_LISTED:
+                listed = listed[:SEEKS_LISTED]
+                seeks_left = open_seek_counts(session, engine.name)[engine.name] - SEEKS_LISTED
             sections.append((engine, [(b, status_line(engine, b)) for b in page.boards],
-                             open_seeks, page.older, seeks_left))
+                             listed, page.older, seeks_left))
         return Result(render("list_boards.txt.j2", sections=sections, before=before,
                              page_size=PAGE_SIZE),
                       subject=our_subject(ctx.settings, "boards", colon=False))

@@ -228,7 +228,9 @@ def act(ctx: Context, engine: AnyEngine, board: Board, user: User, word: str) ->
     else:
         service.decline(board, user, comment=ctx.comment)
     agreed = agreed_ending(engine, board) if word in ("propose", "draw") else None
-    return board_result(ctx, board, user, "commands/act.txt.j2", word=word, agreed=agreed)
+    # (a bot answers an undo at once: the notes say how, nothing is left to answer)
+    return board_result(ctx, board, user, "commands/act.txt.j2", word=word, agreed=agreed,
+                        answered=board.request_kind is None)
 
 
 def changes_of(session: Session, user_id: int) -> int:

@@ -9,14 +9,14 @@ from pbmserv.commands.args import parse_challenge_words, small_number
 from pbmserv.commands.base import Command, Context, Invocation, Result, login
 from pbmserv.db.models import Board
 from pbmserv.db.status import TournamentStatus
-from pbmserv.notifications.outbox import our_subject
+from pbmserv.notifications.subjects import our_subject
 from pbmserv.notifications.tournaments import crosstable_text
+from pbmserv.reads.pages import PAGE_SIZE, tournaments_page
 from pbmserv.render import render
 from pbmserv.service import limits
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.events import GameFinished
 from pbmserv.service.games import board_engine
-from pbmserv.service.pages import PAGE_SIZE, tournaments_page
 from pbmserv.service.tournaments import (
     MAX_PLAYERS,
     Setup,

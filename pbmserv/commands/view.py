@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
-
 from pbmserv.commands.args import board_number, parse_board_ref
 from pbmserv.commands.base import Command, Context, Invocation, Result
-from pbmserv.db.models import Board, BoardPlayer
-from pbmserv.db.status import BoardStatus
 from pbmserv.games.base import RuleError
 from pbmserv.notifications.views import (
     LISTED_ROUNDS,
@@ -17,15 +13,16 @@ from pbmserv.notifications.views import (
     summary_text,
 )
 from pbmserv.notifications.words import words_text
+from pbmserv.reads.boards import PLAYER_FILTERS, boards_of_user
+from pbmserv.reads.pages import PAGE_SIZE
 from pbmserv.render import render
 from pbmserv.service.accounts import existing_user
 from pbmserv.service.boards import load_board, position_at, position_of
 from pbmserv.service.budget import LISTED_MOVES_PER_UNIT, MOVES_LIST_COST, moves_within
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import move_hint
-from pbmserv.service.pages import PAGE_SIZE
 
-GAME_FILTERS = ("active", "all", "inactive", "next")
+GAME_FILTERS = PLAYER_FILTERS
 
 
 def user_boards(ctx: Context, inv: Invocation, userid: str, which: str) -> Result:
@@ -33,18 +30,7 @@ def user_boards(ctx: Context, inv: Invocation, userid: str, which: str) -> Resul
     if which not in GAME_FILTERS:
         raise PlayerError(f"choose one of {', '.join(GAME_FILTERS)}", usage=True)
     user = existing_user(ctx.session, userid)
-    query = (
-        select(Board).join(BoardPlayer)
-        .where(Board.game == engine.name, BoardPlayer.user_id == user.id)
-        .distinct().order_by(Board.number.desc()).limit(PAGE_SIZE + 1)
-    )
-    if which in ("active", "next"):
-        query = query.where(Board.status == BoardStatus.ACTIVE)
-    elif which == "inactive":
-        query = query.where(Board.status == BoardStatus.FINISHED)
-    if which == "next":  # the player's seat is the one to move
-        query = query.where(BoardPlayer.seat == Board.to_move)
-    boards = list(ctx.session.scalars(query).unique())
+    boards = boards_of_user(ctx.session, engine.name, user.id, which, PAGE_SIZE + 1)
     more = len(boards) > PAGE_SIZE
     rows = [(b, status_line(engine, b)) for b in boards[:PAGE_SIZE]][::-1]
     return Result(

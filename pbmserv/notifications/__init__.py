@@ -25,8 +25,9 @@ from sqlalchemy.orm import Session
 
 from pbmserv import wakeups
 from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board, GameNotify, User
-from pbmserv.db.status import DigestMode
+from pbmserv.db.status import AnswerKind, DigestMode
 from pbmserv.games import AnyEngine
 from pbmserv.i18n import speaking
 from pbmserv.mail.addresses import subaddress
@@ -148,6 +149,17 @@ class Notifier:
         that show a board are rendered from the board's view, the view its board mails
         are rendered from."""
         return compose(self, sections, reader=reader, **context)
+
+    def send_reply(self, reply: Reply, *, to: str, in_reply_to: str | None, secret: bool,
+                   kind: AnswerKind | None) -> None:
+        """Queue the reply (``reply``) to the mail that caused it all, to ``to``: text
+        only (the reply to one's own command is on the hot path of every move, and an
+        HTML part there cost 15 % of the moves a second: docs/benchmarks.md).
+        ``secret``: it carries a live code; ``kind``: counted as a refusal or a
+        stranger's answer."""
+        queue_mail(self.session, self.settings, to=to, subject=self.scrub(reply.subject),
+                   body=self.scrub(reply.body), inbound_id=self.inbound_id,
+                   in_reply_to=in_reply_to, reply_to=reply.reply_to, secret=secret, kind=kind)
 
     def notify(self, events: Iterable[Event]) -> int:
         """Queue every mail the events call for; returns how many were queued."""
@@ -280,7 +292,8 @@ class Notifier:
             if chosen is not None and chosen.words:
                 summary += "\n" + words_text(view)
             link = move_url(self.settings, reply_to)
-            body = render("nag.txt.j2", board=view, userid=user.userid, event=event,
+            left = 0.0 if view.deadline is None else (view.deadline - utcnow()).total_seconds()
+            body = render("nag.txt.j2", board=view, userid=user.userid, event=event, left=left,
                           summary=summary, by_reply=reply_to is not None, answer=None,
                           example=view.example, move_url=link)
             html = self._drawn(subject.strip(), body, view, link) \

@@ -18,9 +18,10 @@ from sqlalchemy.orm import Session
 
 from pbmserv.bounces.scoring import bounce_list, problem_counts
 from pbmserv.config import Settings
-from pbmserv.db.models import Alert, InboundMessage, OutboxMessage
-from pbmserv.db.status import AlertKind, InboundStatus, OutboxStatus
+from pbmserv.db.models import Alert
+from pbmserv.db.status import AlertKind
 from pbmserv.notifications.outbox import queue_mail
+from pbmserv.reads.queues import queues, received_since, sent_since
 from pbmserv.render import render
 from pbmserv.service import incidents
 
@@ -76,19 +77,12 @@ def _report_due(session: Session, settings: Settings, now: datetime) -> bool:
 
 def _report(session: Session, settings: Settings, now: datetime) -> str:
     day = now - timedelta(days=1)
-    received = session.scalar(select(func.count()).select_from(InboundMessage)
-                              .where(InboundMessage.received_at > day))
-    sent = session.scalar(select(func.count()).select_from(OutboxMessage)
-                          .where(OutboxMessage.status == OutboxStatus.SENT,
-                                 OutboxMessage.sent_at > day))
-    waiting = session.scalar(select(func.count()).select_from(InboundMessage)
-                             .where(InboundMessage.status == InboundStatus.NEW))
-    pending = session.scalar(select(func.count()).select_from(OutboxMessage)
-                             .where(OutboxMessage.status == OutboxStatus.PENDING))
+    state = queues(session)
     alerts = list(session.scalars(select(Alert).where(Alert.last_at > day,
                                                       Alert.kind != AlertKind.REPORT)
                                   .order_by(Alert.id)))
-    return render("report.txt.j2", settings=settings, now=now, received=received or 0,
-                  sent=sent or 0, waiting=waiting or 0, pending=pending or 0,
+    return render("report.txt.j2", settings=settings, now=now,
+                  received=received_since(session, day), sent=sent_since(session, day),
+                  waiting=state.waiting, pending=state.pending,
                   counts=problem_counts(session, now), alerts=alerts,
                   bouncing=bounce_list(session, settings, now)[:20])

@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from pbmserv.config import Settings
 from pbmserv.db.models import Board, BoardEvent, BoardPlayer, User
 from pbmserv.db.status import BoardStatus
 from pbmserv.games import AnyEngine
+from pbmserv.notifications.lists import DIGEST, list_fields
 from pbmserv.notifications.notes import comments_of, notes_of
+from pbmserv.notifications.outbox import queue_mail
 from pbmserv.notifications.views import board_summary, status_line
 from pbmserv.render import render
 from pbmserv.service.boards import engine_of, player_of
@@ -117,3 +120,15 @@ def digest(session: Session, user: User, since: int, upto: int,
                      ended=len(ended)).strip()
     body = render("digest.txt.j2", user=user, to_move=to_move, ended=ended)
     return subject, body
+
+
+def mail_digest(session: Session, settings: Settings, user: User, since: int,
+                upto: int) -> bool:
+    """Queue the user's digest of events ``since`` < id <= ``upto`` (a list mail, with
+    its unsubscribe link); False when there was nothing to tell (see ``digest``)."""
+    mail = digest(session, user, since, upto, settings.server_name)
+    if mail is None:
+        return False
+    queue_mail(session, settings, to=user.email, subject=mail[0], body=mail[1],
+               listed=list_fields(session, settings, DIGEST, user))
+    return True

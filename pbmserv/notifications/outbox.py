@@ -1,17 +1,18 @@
-"""Queueing outgoing mail: rows written in the caller's transaction.
+"""Queueing outgoing mail: rows written in the caller's transaction.  Only the
+notifications queue mail (they alone decide who is told what; an import contract in
+pyproject.toml holds every other module off this one).
 
 No address gets more than ``mails_per_address_hour`` mails in an hour, nor more than
 ``replies_per_sender_hour`` replies to its own mails: the mails beyond are held (never
 dropped) and, an hour after the first of them, go out folded into one mail that says
-why (``fold_held``, run by the worker).  An address is counted in one form, lower case
+why (pbmserv.notifications.held, run by the worker).  An address is counted in one form, lower case
 and without its ``+tag`` (``address_key``): ``rv+1@`` and ``RV+2@`` are one mailbox.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from email.utils import formataddr
 
 from sqlalchemy import bindparam, func, insert, or_, select
@@ -22,11 +23,10 @@ from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
 from pbmserv.db.status import AnswerKind, OutboxStatus
 from pbmserv.mail.addresses import address_key, base_address, tag_mark, tag_of
-from pbmserv.render import render
 
 #: a queued mail: a row written and not held as an object (the outbox is written for
 #: every mail the server answers)
-_INSERT = insert(OutboxMessage).returning(OutboxMessage.id)
+OUTBOX_INSERT = insert(OutboxMessage).returning(OutboxMessage.id)
 _COUNTED = (OutboxStatus.PENDING, OutboxStatus.SENT, OutboxStatus.FAILED)
 #: mails and replies to an address in the last hour (held ones not counted), read
 #: from the index ix_outbox_recent alone (the statuses as equalities: SQLAlchemy
@@ -40,21 +40,12 @@ _RELEASE = (select(func.min(OutboxMessage.next_attempt_at))
             .where(OutboxMessage.to_key == bindparam("to"),
                    OutboxMessage.status == OutboxStatus.HELD))
 HOUR = timedelta(hours=1)
-#: the most held mails folded into one mail (more: the rest in the next one)
-FOLD_MOST = 50
 #: the longest Subject stored
 MAX_SUBJECT = 255
 
 
 def new_message_id(settings: Settings) -> str:
     return f"<{uuid.uuid4().hex}@{settings.domain}>"
-
-
-def our_subject(settings: Settings, what: str, *, colon: bool = True) -> str:
-    """The Subject of a mail of the server's own (a reply, an account's news), headed
-    by the ``name`` setting: "Club games: error", "Club games help"."""
-    return render("subjects/ours.txt.j2", server=settings.server_name, what=what,
-                  colon=colon).strip()
 
 
 def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, body: str,
@@ -82,7 +73,7 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
             in_reply_to is not None and replies >= settings.replies_per_sender_hour):
         status = OutboxStatus.HELD  # folded into one mail when its hour is up
         due = session.scalar(_RELEASE, {"to": key}) or now + HOUR
-    return int(session.execute(_INSERT, {
+    return int(session.execute(OUTBOX_INSERT, {
         "inbound_id": inbound_id, "created_at": now, "message_id": new_message_id(settings),
         "to_addr": to, "to_key": key, "subject": subject[:MAX_SUBJECT], "body": body,
         "in_reply_to": in_reply_to, "reply_to": reply_to, "html_body": html,
@@ -93,33 +84,6 @@ def queue_mail(session: Session, settings: Settings, *, to: str, subject: str, b
     }).scalar_one())
 
 
-@dataclass(frozen=True)
-class Answered:
-    """The replies to one address since a time that ``refusals_per_address_day``
-    counts (those with an ``answer_kind``)."""
-
-    count: int
-    #: of them, welcomes (to a stranger's mail with no command)
-    welcomes: int
-    #: when the first of them was made (None: there is none)
-    first: datetime | None
-
-
-_ANSWERED = (select(func.count(), func.count(OutboxMessage.id).filter(
-                 OutboxMessage.answer_kind == AnswerKind.WELCOME),
-                    func.min(OutboxMessage.created_at))
-             .where(OutboxMessage.to_key == bindparam("to"),
-                    OutboxMessage.created_at > bindparam("since"),
-                    OutboxMessage.answer_kind.is_not(None)))
-
-
-def answered(session: Session, address: str, since: datetime) -> Answered:
-    """The counted replies to ``address`` (any spelling or +tag of it) since ``since``."""
-    count, welcomes, first = session.execute(
-        _ANSWERED, {"to": address_key(address), "since": since}).one()
-    return Answered(int(count), int(welcomes), first)
-
-
 def _tag_outside_address(settings: Settings, reply_to: str, subject: str) -> tuple[str, str]:
     tag = tag_of(reply_to, settings.addresses)
     if not tag:
@@ -127,34 +91,3 @@ def _tag_outside_address(settings: Settings, reply_to: str, subject: str) -> tup
     mark = tag_mark(tag)
     named = formataddr((f"{settings.server_name} {mark}", base_address(reply_to)), "utf-8")
     return named, f"{subject[:MAX_SUBJECT - len(mark) - 1]} {mark}"
-
-
-def fold_held(session: Session, settings: Settings, now: datetime | None = None) -> int:
-    """Send the mails held for an address whose hour is up, folded into one mail per
-    address (at most FOLD_MOST in one: the rest an hour later); returns how many
-    folded mails were queued."""
-    now = now or utcnow()
-    held = list(session.scalars(
-        select(OutboxMessage).where(OutboxMessage.status == OutboxStatus.HELD,
-                                    OutboxMessage.next_attempt_at <= now)
-        .order_by(OutboxMessage.to_key, OutboxMessage.id).limit(1000)))
-    by_address: dict[str, list[OutboxMessage]] = {}
-    for mail in held:
-        by_address.setdefault(mail.to_key, []).append(mail)
-    for key, mails in by_address.items():
-        folded, later = mails[:FOLD_MOST], mails[FOLD_MOST:]
-        body = render("held.txt.j2", mails=folded, settings=settings)
-        session.execute(_INSERT, {
-            "created_at": now, "message_id": new_message_id(settings),
-            # to the address of the newest of them (a +tag of the mailbox, maybe)
-            "to_addr": folded[-1].to_addr, "to_key": key,
-            "subject": f"{settings.server_name}: {len(folded)} mails held for you this hour",
-            "body": body,
-            # a live code in one of them: the fold is blanked once sent, like its part
-            "blank_after_send": any(m.blank_after_send for m in folded),
-            "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now})
-        for mail in folded:
-            mail.status = OutboxStatus.FOLDED
-        for mail in later:
-            mail.next_attempt_at = now + HOUR
-    return len(by_address)

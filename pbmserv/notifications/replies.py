@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from pbmserv.db.models import Board, User
 from pbmserv.notifications.move_links import move_url
 from pbmserv.notifications.notes import AnswerAsked, Note, answer_asked, notes_for
-from pbmserv.notifications.outbox import our_subject
+from pbmserv.notifications.subjects import our_subject
 from pbmserv.notifications.views import BoardView, board_subject, board_view, summary_text
 from pbmserv.notifications.words import words_text
 from pbmserv.render import render

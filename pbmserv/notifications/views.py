@@ -27,6 +27,7 @@ from markupsafe import Markup
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board, Move
 from pbmserv.db.status import RequestKind
 from pbmserv.games import AnyEngine
@@ -34,6 +35,7 @@ from pbmserv.games.base import Termination
 from pbmserv.i18n import spoken
 from pbmserv.notifications.drawing import drawn_html
 from pbmserv.render import render, render_mail_html
+from pbmserv.service import clock
 from pbmserv.service.boards import player_of, position_at, position_of, subscribers
 from pbmserv.service.ratings import change_lines
 
@@ -76,6 +78,12 @@ class BoardView:
     last_move_at: datetime | None
     nag_days: int
     forfeit_days: int
+    #: when the clock of the player to move runs out (service.clock.deadline; None: no
+    #: clock runs), and whether they took the board up (if not, it ends with no result)
+    deadline: datetime | None
+    taken_up: bool
+    #: the players on vacation now, and until when: (userid, end), in seat order
+    away: tuple[tuple[str, datetime], ...]
     players: tuple[Seat, ...]
     #: the time of those who have moved (one who has not has used none yet)
     timed: tuple[Seat, ...]
@@ -127,8 +135,12 @@ def board_view(session: Session, engine: AnyEngine, board: Board, *,
     session, however many mails and pages show it."""
     session.flush()  # the newest move belongs in the list
     watchers = tuple(u.userid for u in subscribers(session, board))
+    now = utcnow()
+    vacations = {} if board.finished else clock.away(session, board, now)
+    away = tuple((p.user.userid, vacations[p.user_id]) for p in board.players
+                 if p.user_id in vacations)
     key = (board.ply, board.status, board.request_kind, board.request_by, board.updated_at,
-           watchers)
+           watchers, away)
     views: dict[tuple[int, bool, int | None], tuple[Any, BoardView]] = \
         session.info.setdefault(VIEWS, {})
     known = views.get((board.id, full, around))
@@ -156,7 +168,11 @@ def board_view(session: Session, engine: AnyEngine, board: Board, *,
         id=board.id, game=engine.name, title=engine.title, number=board.number,
         options=board.options, ply=board.ply, finished=board.finished,
         created_at=board.created_at, last_move_at=last_move_at,
-        nag_days=board.nag_days, forfeit_days=board.forfeit_days, players=players,
+        nag_days=board.nag_days, forfeit_days=board.forfeit_days,
+        deadline=clock.deadline(session, board, now),
+        taken_up=mover is None or all(p.accepted_at is not None for p in board.players
+                                      if p.user_id == mover.id),
+        away=away, players=players,
         timed=moved,
         watchers=watchers, said=_kept(status_context(engine, board)),
         to_move=None if mover is None else mover.userid,

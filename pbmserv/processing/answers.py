@@ -42,7 +42,7 @@ from pbmserv.config import Settings
 from pbmserv.db.status import AnswerKind
 from pbmserv.mail.addresses import address_key
 from pbmserv.mail.parse import ParsedMail
-from pbmserv.notifications.outbox import Answered, answered
+from pbmserv.notifications.answered import Answered, answered
 from pbmserv.service.accounts import has_account
 
 DAY = timedelta(days=1)

@@ -36,10 +36,9 @@ from pbmserv.db.problems import describe, reason_line
 from pbmserv.db.session import Database
 from pbmserv.db.status import AlertKind, InboundStatus
 from pbmserv.mail.parse import ParsedMail, Refusal, parse_message
-from pbmserv.notifications.outbox import our_subject, queue_mail
+from pbmserv.notifications.unprocessed import tell_held
 from pbmserv.processing.at_rest import mask_raw
 from pbmserv.processing.mail import handle
-from pbmserv.render import render
 from pbmserv.service import incidents
 
 log = logging.getLogger(__name__)
@@ -328,11 +327,8 @@ def mark_failed(db: Database, settings: Settings, inbound_id: int, error: str,
                                  f"message {inbound_id} from {sender}: {reason_line(error)}",
                                  utcnow(), item=str(inbound_id))
             if marked and mail is not None and not mail.silent_reason:
-                queue_mail(session, settings, to=mail.reply_to,
-                           subject=our_subject(settings,
-                                               "your mail is held for the administrator"),
-                           body=render("failed.txt.j2", settings=settings, number=inbound_id),
-                           inbound_id=inbound_id, in_reply_to=mail.message_id)
+                tell_held(session, settings, to=mail.reply_to, inbound_id=inbound_id,
+                          in_reply_to=mail.message_id)
     except Exception:
         log.exception("message %s could not be marked as failed; it stays new", inbound_id)
         return InboundStatus.NEW

@@ -28,8 +28,10 @@ from pbmserv.i18n import speaking
 from pbmserv.mail.addresses import address_key
 from pbmserv.mail.parse import ParsedMail
 from pbmserv.notifications import Notifier
-from pbmserv.notifications.outbox import Answered, answered, our_subject, queue_mail
+from pbmserv.notifications.answered import Answered, answered
 from pbmserv.notifications.replies import BoardAnswer, Section, folded, pin
+from pbmserv.notifications.subjects import our_subject
+from pbmserv.notifications.unprocessed import tell_refused
 from pbmserv.processing.answers import (
     DAY,
     account_address,
@@ -270,11 +272,9 @@ def _handle(session: Session, settings: Settings, inbound_id: int,
             log.info("message %s from %s refused (%s), %s", inbound_id, mail.reply_to,
                      mail.refusal, mail.silent_reason)
             return InboundStatus.IGNORED
-        queue_mail(session, settings, to=mail.reply_to,
-                   subject=our_subject(settings, "your mail was not read"),
-                   body=render("refused.txt.j2", refusal=mail.refusal, settings=settings,
-                               last=_last_answer(settings, done)),
-                   inbound_id=inbound_id, in_reply_to=mail.message_id, kind=AnswerKind.REFUSAL)
+        tell_refused(session, settings, to=mail.reply_to, refusal=mail.refusal,
+                     last=_last_answer(settings, done), inbound_id=inbound_id,
+                     in_reply_to=mail.message_id)
         log.info("message %s from %s refused: %s", inbound_id, mail.reply_to, mail.refusal)
         return InboundStatus.DONE
     if welcome:
@@ -332,11 +332,8 @@ def _handle(session: Session, settings: Settings, inbound_id: int,
     reply = notifier.reply(sections, reader=answer_to, resumed=resumed, last=last,
                            via_list=mail.via_list,
                            password_seen=listed and bool(ctx.passwords))
-    # text only: the reply to one's own command is on the hot path of every move, and
-    # an HTML part there cost 15 % of the moves a second (docs/benchmarks.md)
-    queue_mail(session, settings, to=answer_to, subject=scrub(reply.subject),
-               body=scrub(reply.body), inbound_id=inbound_id, in_reply_to=mail.message_id,
-               reply_to=reply.reply_to, secret=ctx.secret_reply, kind=kind)
+    notifier.send_reply(reply, to=answer_to, in_reply_to=mail.message_id,
+                        secret=ctx.secret_reply, kind=kind)
     queued = 1 + notifier.notify(ctx.service.events)
     # what was asked is logged by verb only: command lines may hold passwords
     log.info("message %s from %s: %s; %d mail(s) queued%s", inbound_id, answer_to,

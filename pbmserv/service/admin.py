@@ -1,4 +1,5 @@
-"""What the administrator does to accounts and boards.
+"""What the administrator does to accounts and boards, and what they look at (the
+accounts, the boards, the inbox and the outbox).
 
 The command line calls these (a web admin could too); each works in the caller's
 transaction and raises PlayerError, whose message says what is wrong.  Ending a
@@ -12,10 +13,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import AuthThrottle, Board, PasswordReset, User
+from pbmserv.db.models import (
+    AuthThrottle,
+    Board,
+    InboundMessage,
+    OutboxMessage,
+    PasswordReset,
+    User,
+)
+from pbmserv.db.status import BoardStatus, InboundStatus, OutboxStatus
 from pbmserv.games.base import Outcome, Termination
 from pbmserv.service import throttle
 from pbmserv.service.accounts import (
@@ -126,7 +136,23 @@ def hand_over(session: Session, userid: str, email: str, password: str) -> User:
     return user
 
 
+def accounts(session: Session) -> list[User]:
+    """Every account, by userid."""
+    return list(session.scalars(select(User).order_by(User.key)))
+
+
 # -- boards -------------------------------------------------------------------------------
+def boards(session: Session, game: str | None = None, *, finished: bool = False) -> list[Board]:
+    """The boards (of ``game`` alone if given) in play, and with ``finished`` the
+    finished ones too, by game and number."""
+    query = select(Board).order_by(Board.game, Board.number)
+    if game:
+        query = query.where(Board.game == game.lower())
+    if not finished:
+        query = query.where(Board.status == BoardStatus.ACTIVE)
+    return list(session.scalars(query))
+
+
 def find_board(session: Session, game: str, number: int, *, lock: bool = False) -> Board:
     return load_board(session, board_engine(game.lower()), number, lock=lock)
 
@@ -165,3 +191,45 @@ def adjudicate(service: GameService, game: str, number: int, winner: str,
     service.finish(board, Outcome(seat, Termination.ADJUDICATION,
                                   _reason(ADJUDICATED, reason)))
     return board
+
+
+# -- the queues ---------------------------------------------------------------------------
+def inbox(session: Session, status: InboundStatus | None = None, address: str | None = None,
+          limit: int = 50) -> list[InboundMessage]:
+    """Stored incoming mail, the newest first: of ``status`` alone, from ``address``
+    alone (its From or envelope sender, any case), at most ``limit``."""
+    query = select(InboundMessage).order_by(InboundMessage.id.desc()).limit(limit)
+    if status is not None:
+        query = query.where(InboundMessage.status == status)
+    if address:
+        wanted = address.strip().lower()
+        query = query.where(or_(func.lower(InboundMessage.sender) == wanted,
+                                func.lower(InboundMessage.envelope_from) == wanted))
+    return list(session.scalars(query))
+
+
+def inbound(session: Session, message_id: int) -> InboundMessage:
+    """One stored incoming mail; PlayerError if there is none of that number."""
+    found = session.get(InboundMessage, message_id)
+    if found is None:
+        raise PlayerError(f"no stored message {message_id}")
+    return found
+
+
+def outbox(session: Session, status: OutboxStatus, address: str | None = None,
+           limit: int = 50) -> list[OutboxMessage]:
+    """Outgoing mail of ``status``, the newest first: to ``address`` alone (any case),
+    at most ``limit``."""
+    query = (select(OutboxMessage).where(OutboxMessage.status == status)
+             .order_by(OutboxMessage.id.desc()).limit(limit))
+    if address:
+        query = query.where(func.lower(OutboxMessage.to_addr) == address.strip().lower())
+    return list(session.scalars(query))
+
+
+def outgoing(session: Session, outbox_id: int) -> OutboxMessage:
+    """One outgoing mail; PlayerError if there is none of that number."""
+    found = session.get(OutboxMessage, outbox_id)
+    if found is None:
+        raise PlayerError(f"there is no outgoing mail {outbox_id}")
+    return found

@@ -5,6 +5,10 @@ spends on vacation does not count.  The board keeps, as a hint for the clock wor
 the next instant it must be looked at (``clock_due_at``); what is due then is worked
 out afresh from the turn's start and the vacations, so a restart, a crash or a
 vacation begun or ended early never loses or repeats a reminder.
+
+When the clock runs out (``deadline``) is asked in one place: the board mails, the
+reminders, ``show``, ``turns``, the digest and the web pages all say the date it
+gives.
 """
 
 from __future__ import annotations
@@ -70,6 +74,35 @@ def idle(session: Session, board: Board, now: datetime) -> timedelta:
     start = board.turn_started_at
     away = overlap(vacations_between(session, mover.id, start, now), start, now)
     return max(now - start - away, timedelta())
+
+
+def deadline(session: Session, board: Board, now: datetime) -> datetime | None:
+    """When the clock of the player to move runs out (the board is lost on time, or
+    ends with no result if they never took it up), if they do not move before: the
+    idle time left after now, counted from the end of a vacation they are on.  None
+    when no clock runs: the game is over, or a bot is to move (bots never time out).
+
+    A vacation begins when it is asked for, never later, so no vacation to come can
+    move the instant; one ended early brings it nearer, one made longer puts it off.
+    """
+    if board.finished:
+        return None
+    mover = player_of(board, board.to_move)
+    if mover.bot is not None:
+        return None
+    start = board.turn_started_at
+    vacations = vacations_between(session, mover.id, start, now + DAY * MAX_CLOCK_DAYS * 2)
+    waited = max(now - start - overlap(vacations, start, now), timedelta())
+    resumes = max([now, *(end for begin, end in vacations if begin <= now < end)])
+    return resumes + max(board.forfeit_days * DAY - waited, timedelta())
+
+
+def away(session: Session, board: Board, now: datetime) -> dict[int, datetime]:
+    """The players of ``board`` on vacation now: user id -> when their vacation ends."""
+    ids = [p.user_id for p in board.players]
+    return {row[0]: row[1] for row in session.execute(
+        select(Vacation.user_id, Vacation.ends_at)
+        .where(Vacation.user_id.in_(ids), Vacation.starts_at <= now, Vacation.ends_at > now))}
 
 
 def next_deadline(board: Board) -> timedelta:

@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
+from pbmserv.bots import get_bot
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import (
     Board,
@@ -392,6 +393,15 @@ class GameService:
                                       board=board)
         board.request_kind, board.request_by = kind, seat
         self._record(RequestMade(board.id, kind, seat, comment or None))
+        answerer = player_of(board, 1 - seat)
+        bot = get_bot(answerer.bot) if answerer.bot is not None else None
+        if kind is RequestKind.UNDO and bot is not None:
+            # a bot grants an undo by a rule that needs no thought: answered at once,
+            # so the one reply shows the board as the undo leaves it (and the reply
+            # address for the move asked now), not one to be taken back in seconds
+            engine = engine_of(board)
+            self.answer(board, answerer,
+                        bot.accepts_undo(engine, position_of(engine, board), 1 - seat))
 
     def answer(self, board: Board, user: User, accept: bool, *, comment: str = "") -> None:
         seat = self.seat_of(board, user)
@@ -579,16 +589,19 @@ class GameService:
         waited = clock.idle(self.session, board, self.now)
         if waited >= board.forfeit_days * clock.DAY:
             loser = player_of(board, board.to_move)
+            # the days as the player lived them: those on vacation said apart
+            away = round((self.now - board.turn_started_at - waited) / clock.DAY)
+            days = (f"{board.forfeit_days + away} days ({away} of them on vacation, which "
+                    "the clock does not count)" if away else f"{board.forfeit_days} days")
             if not self.taken_up(board, loser):  # nobody loses a board they never took up
                 # no result, like a decline (which a record gives no moves, so it ends
                 # as abandoned)
                 self.finish(board, Outcome(None, Termination.ABANDONED,
                                            f"{loser.userid} did not take the board up within "
-                                           f"{board.forfeit_days} days"))
+                                           f"{days}"))
                 return
             self.finish(board, Outcome(1 - board.to_move, Termination.TIME,
-                                       f"{loser.userid} did not move for "
-                                       f"{board.forfeit_days} days"))
+                                       f"{loser.userid} did not move for {days}"))
             return
         due_nags = min(int(waited / (board.nag_days * clock.DAY)),
                        math.ceil(board.forfeit_days / board.nag_days) - 1)

@@ -14,16 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
-
 from pbmserv.bounces.scoring import problem_counts
 from pbmserv.config import Settings, relay_url
 from pbmserv.db import migrate
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import ImapState, InboundMessage, OutboxMessage, RelayState
+from pbmserv.db.models import ImapState, RelayState
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.db.status import AlertKind, InboundStatus, OutboxStatus
+from pbmserv.reads.queues import due_by, queues, sent_since
 from pbmserv.render import duration
 from pbmserv.service import incidents
 
@@ -117,28 +116,19 @@ def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta =
         except Exception as exc:
             return Status(revision, head, problems=[describe(exc, db.url)])
     with db.reading() as session:
-        waiting, oldest_in = session.execute(
-            select(func.count(), func.min(InboundMessage.received_at))
-            .where(InboundMessage.status == InboundStatus.NEW)).one()
-        failed_in = session.scalar(select(func.count()).select_from(InboundMessage)
-                                   .where(InboundMessage.status == InboundStatus.FAILED))
-        pending, oldest_out = session.execute(
-            select(func.count(), func.min(OutboxMessage.created_at))
-            .where(OutboxMessage.status == OutboxStatus.PENDING)).one()
-        overdue = session.scalar(select(func.count()).select_from(OutboxMessage).where(
-            OutboxMessage.status == OutboxStatus.PENDING,
-            OutboxMessage.next_attempt_at < now - outbox_late))
-        failed_out = session.scalar(select(func.count()).select_from(OutboxMessage)
-                                    .where(OutboxMessage.status == OutboxStatus.FAILED))
+        state = queues(session)
+        waiting, oldest_in = state.waiting, state.oldest_waiting
+        failed_in = state.inbox[InboundStatus.FAILED]
+        pending, oldest_out = state.pending, state.oldest_pending
+        overdue = due_by(session, now - outbox_late)
+        failed_out = state.outbox[OutboxStatus.FAILED]
         counts = problem_counts(session, now)
         storms = [a for a in incidents.open_alerts(session)
                   if a.kind == AlertKind.BOUNCE_STORM]
         imap = None if mailbox is None else session.get(ImapState, mailbox)
         relay_row = None if relay is None else session.get(RelayState, relay)
-        sent_today = 0 if not daily_send_limit else session.scalar(
-            select(func.count()).select_from(OutboxMessage).where(
-                OutboxMessage.status == OutboxStatus.SENT,
-                OutboxMessage.sent_at > now - timedelta(hours=24))) or 0
+        sent_today = 0 if not daily_send_limit else sent_since(
+            session, now - timedelta(hours=24))
     imap_text, imap_problems = _reader(mailbox, imap, now, keepalive)
     relay_text, relay_problem = _relay(relay, relay_row, now, mail_age)
     capped = bool(daily_send_limit) and sent_today >= daily_send_limit

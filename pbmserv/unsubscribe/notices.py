@@ -7,7 +7,8 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
-from pbmserv.notifications.outbox import our_subject, queue_mail
+from pbmserv.notifications.outbox import queue_mail
+from pbmserv.notifications.subjects import our_subject
 from pbmserv.render import render
 from pbmserv.unsubscribe.changes import Unsubscribed
 

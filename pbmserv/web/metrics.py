@@ -18,14 +18,15 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from pbmserv.bounces.scoring import problem_counts
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import ImapState, InboundMessage, OutboxMessage, RelayState
+from pbmserv.db.models import ImapState, RelayState
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus, OutboxStatus
+from pbmserv.reads.queues import due_by, queues
 
 log = logging.getLogger("pbmserv.web")
 
@@ -58,19 +59,8 @@ class ServerCollector(Collector):
     def _read(self) -> Iterator[Metric]:
         now = utcnow()
         with self.db.reading() as session:
-            inbox = dict(session.execute(select(InboundMessage.status, func.count())
-                                         .group_by(InboundMessage.status)).tuples().all())
-            outbox = dict(session.execute(select(OutboxMessage.status, func.count())
-                                          .group_by(OutboxMessage.status)).tuples().all())
-            oldest_in = session.scalar(select(func.min(InboundMessage.received_at))
-                                       .where(InboundMessage.status == InboundStatus.NEW))
-            oldest_out = session.scalar(select(func.min(OutboxMessage.created_at))
-                                        .where(OutboxMessage.status == OutboxStatus.PENDING))
-            due = session.scalar(select(func.count()).select_from(OutboxMessage).where(
-                OutboxMessage.status == OutboxStatus.PENDING,
-                OutboxMessage.next_attempt_at <= now)) or 0
-            received = session.scalar(select(func.max(InboundMessage.id))) or 0
-            queued = session.scalar(select(func.max(OutboxMessage.id))) or 0
+            state = queues(session)
+            due = due_by(session, now)
             problems = problem_counts(session, now)
             beats = session.execute(select(ImapState.mailbox, ImapState.beat_at,
                                            ImapState.reader)).all()
@@ -80,20 +70,20 @@ class ServerCollector(Collector):
                                    "Stored incoming mails by status (failed: a person must "
                                    "look; new: waiting to be processed)", labels=["status"])
         for status in InboundStatus:
-            stored.add_metric([status.value], inbox.get(status, 0))
+            stored.add_metric([status.value], state.inbox[status])
         yield stored
         going = GaugeMetricFamily("pbmserv_outbox_messages",
                                   "Outgoing mails by status (failed: refused for good by the "
                                   "relay; pending: not sent yet)", labels=["status"])
         for out_status in OutboxStatus:
-            going.add_metric([out_status.value], outbox.get(out_status, 0))
+            going.add_metric([out_status.value], state.outbox[out_status])
         yield going
         yield GaugeMetricFamily("pbmserv_inbox_oldest_waiting_seconds",
                                 "Age of the oldest stored mail waiting to be processed (0: "
-                                "none waits)", value=_seconds(now, oldest_in))
+                                "none waits)", value=_seconds(now, state.oldest_waiting))
         yield GaugeMetricFamily("pbmserv_outbox_oldest_pending_seconds",
                                 "Age of the oldest outgoing mail not sent yet (0: none)",
-                                value=_seconds(now, oldest_out))
+                                value=_seconds(now, state.oldest_pending))
         yield GaugeMetricFamily("pbmserv_outbox_due_messages",
                                 "Outgoing mails due now (pending, their back-off over)",
                                 value=due)
@@ -129,10 +119,10 @@ class ServerCollector(Collector):
         yield failing
         yield CounterMetricFamily("pbmserv_mails_received",
                                   "Mails stored since the database was made (the highest "
-                                  "inbox number)", value=received)
+                                  "inbox number)", value=state.received)
         yield CounterMetricFamily("pbmserv_mails_queued",
                                   "Mails queued to send since the database was made (the "
-                                  "highest outbox number)", value=queued)
+                                  "highest outbox number)", value=state.queued)
 
 
 def registry_for(db: Database) -> CollectorRegistry:

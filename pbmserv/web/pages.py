@@ -22,19 +22,21 @@ from pbmserv.notifications.move_links import page_path
 from pbmserv.notifications.views import board_view, status_line
 from pbmserv.notifications.words import words_html
 from pbmserv.ratings import PROVISIONAL_RD, format_rating
+from pbmserv.reads.boards import board_counts, open_seek_counts, open_seeks, tournament_of
+from pbmserv.reads.pages import boards_of_game, boards_of_player, tournaments_page
 from pbmserv.render import render_html
 from pbmserv.service.accounts import shown_user, similar_userid
 from pbmserv.service.boards import load_board, moves_of
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.move_asks import AskState, move_ask
-from pbmserv.service.pages import tournaments_page
 from pbmserv.service.ratings import rating_of
 from pbmserv.service.reply_tokens import server_secret
 from pbmserv.service.tournaments import describe, find
-from pbmserv.web import queries
 
 #: the largest number a page takes in its address (board numbers, moves, keys)
 LARGEST = 2**31 - 1
+#: the most open challenges the front page lists
+SEEKS_SHOWN = 100
 #: every page: no scripts, frames, forms or remote anything; only inline styles
 HEADERS = {
     "Content-Security-Policy": ("default-src 'none'; style-src 'unsafe-inline'; "
@@ -87,12 +89,13 @@ class Pages:
 
     def home(self, request: Request) -> HTMLResponse:
         with self.db.reading() as session:
-            games = [(engine,
-                      queries.count_boards(session, engine.name, BoardStatus.ACTIVE),
-                      queries.count_boards(session, engine.name, BoardStatus.FINISHED),
-                      queries.count_open_seeks(session, engine.name))
-                     for engine in ENGINES.values()]
-            return self._page("home.html.j2", games=games, seeks=queries.open_seeks(session),
+            active = board_counts(session, BoardStatus.ACTIVE)
+            finished = board_counts(session, BoardStatus.FINISHED)
+            seeks = open_seek_counts(session)
+            games = [(engine, active.get(engine.name, 0), finished.get(engine.name, 0),
+                      seeks.get(engine.name, 0)) for engine in ENGINES.values()]
+            return self._page("home.html.j2", games=games,
+                              seeks=open_seeks(session, SEEKS_SHOWN),
                               engines=ENGINES)
 
     def play(self, request: Request) -> HTMLResponse:
@@ -104,7 +107,7 @@ class Pages:
         before = number_of(request.query_params.get("before"), "before")
         after = number_of(request.query_params.get("after"), "after")
         with self.db.reading() as session:
-            found = queries.boards_of_game(session, engine.name, before=before, after=after)
+            found = boards_of_game(session, engine.name, before=before, after=after)
             return self._page("game.html.j2", engine=engine, page=found,
                               rows=status_lines(list(found.boards)))
 
@@ -135,7 +138,7 @@ class Pages:
                               shown=moves.get(ply), diagram=diagram, move_link=move_link,
                               words=words_html(view, moves=False) if ply == view.ply
                               else None,
-                              tournament=queries.tournament_of(session, board))
+                              tournament=tournament_of(session, board))
 
     def _board(self, session: Session, engine: AnyEngine, number: int) -> Board:
         try:
@@ -153,7 +156,7 @@ class Pages:
                 guess = similar_userid(session, userid)
                 meant = f" (did you mean {guess}?)" if guess else ""
                 raise HTTPException(404, f"there is no player of that name{meant}")
-            found = queries.boards_of_player(session, user.id, before=before, after=after)
+            found = boards_of_player(session, user.id, before=before, after=after)
             ratings = [(engine, rated) for engine in ENGINES.values()
                        if (rated := rating_of(session, user, engine.name)) is not None]
             return self._page("player.html.j2", userid=user.userid, page=found,

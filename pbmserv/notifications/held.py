@@ -1,0 +1,50 @@
+"""Mail held back by the hourly limits (pbmserv.notifications.outbox) goes out folded
+into one mail per address when its hour is up (run by the worker's timers)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
+from pbmserv.db.models import OutboxMessage
+from pbmserv.db.status import OutboxStatus
+from pbmserv.notifications.outbox import HOUR, OUTBOX_INSERT, new_message_id
+from pbmserv.render import render
+
+#: the most held mails folded into one mail (more: the rest in the next one)
+FOLD_MOST = 50
+
+
+def fold_held(session: Session, settings: Settings, now: datetime | None = None) -> int:
+    """Send the mails held for an address whose hour is up, folded into one mail per
+    address (at most FOLD_MOST in one: the rest an hour later); returns how many
+    folded mails were queued."""
+    now = now or utcnow()
+    held = list(session.scalars(
+        select(OutboxMessage).where(OutboxMessage.status == OutboxStatus.HELD,
+                                    OutboxMessage.next_attempt_at <= now)
+        .order_by(OutboxMessage.to_key, OutboxMessage.id).limit(1000)))
+    by_address: dict[str, list[OutboxMessage]] = {}
+    for mail in held:
+        by_address.setdefault(mail.to_key, []).append(mail)
+    for key, mails in by_address.items():
+        folded, later = mails[:FOLD_MOST], mails[FOLD_MOST:]
+        body = render("held.txt.j2", mails=folded, settings=settings)
+        session.execute(OUTBOX_INSERT, {
+            "created_at": now, "message_id": new_message_id(settings),
+            # to the address of the newest of them (a +tag of the mailbox, maybe)
+            "to_addr": folded[-1].to_addr, "to_key": key,
+            "subject": f"{settings.server_name}: {len(folded)} mails held for you this hour",
+            "body": body,
+            # a live code in one of them: the fold is blanked once sent, like its part
+            "blank_after_send": any(m.blank_after_send for m in folded),
+            "status": OutboxStatus.PENDING, "attempts": 0, "next_attempt_at": now})
+        for mail in folded:
+            mail.status = OutboxStatus.FOLDED
+        for mail in later:
+            mail.next_attempt_at = now + HOUR
+    return len(by_address)
