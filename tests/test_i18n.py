@@ -5,6 +5,7 @@ rendering speaks the language asked for, falling back to English."""
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po
 
 from pbmserv import i18n
-from pbmserv.render import render
+from pbmserv.render import columns, render, wrap
 
 ROOT = Path(__file__).resolve().parent.parent
 POT = i18n.locale_dir() / "messages.pot"
@@ -114,3 +115,34 @@ def test_content_language_names_a_shipped_language() -> None:
     assert i18n.language_tag("pt-BR, fr") == "fr"
     assert i18n.language_tag("pt-BR") is None
     assert i18n.language_tag(None) is None
+
+
+def test_a_wide_character_takes_two_columns() -> None:
+    assert columns("abc") == 3
+    assert columns("日本語") == 6
+    assert columns("ｱ") == 1  # half-width katakana
+    assert columns("\uff21") == 2  # a full-width Latin A
+    assert columns("e\u0301") == 1  # a combining accent takes none
+
+
+def test_wrap_counts_east_asian_text_in_columns() -> None:
+    """Japanese has no spaces: a line breaks between characters, never before closing
+    punctuation, and no line is wider than 76 columns; Latin words and moves inside
+    stay whole, a long address stays whole on a line of its own."""
+    text = ("あなたの手番です。アメーバの盤101で、alice さんが e3-d3#12 を指しました。"
+            "次は bob さんの番です。盤面のメールが届いたら、そのメールに返信して、"
+            "最初の行に手だけを書いてください。 https://example.org/move/" + "x" * 70)
+    lines = wrap(text).split("\n")
+    assert all(columns(line) <= 76 for line in lines[:-1]), lines
+    assert lines[-1] == "https://example.org/move/" + "x" * 70
+    assert "".join(lines[:-1]).replace(" ", "") == text.split(" https")[0].replace(" ", "")
+    assert not any(line[0] in "、。」\uff09" for line in lines), lines
+    assert any("e3-d3#12" in line for line in lines)
+    assert len(lines) >= 3 and columns(lines[0]) > 70  # lines are filled, not cut short
+    # a bullet's continuation hangs under its text
+    bullet = wrap("  - " + "盤面" * 40)
+    assert all(line.startswith("    ") for line in bullet.split("\n")[1:])
+    assert all(columns(line) <= 76 for line in bullet.split("\n"))
+    # English is wrapped as it always was (textwrap's lines)
+    english = "word " * 40
+    assert wrap(english) == "\n".join(textwrap.wrap(english, 76, break_on_hyphens=False))
