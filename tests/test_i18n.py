@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from babel.messages.catalog import Catalog
-from babel.messages.extract import extract_from_dir
+from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
 from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po
 
@@ -31,20 +32,32 @@ def catalogue(path: Path, language: str | None = None) -> Catalog:
         return read_po(po, locale=language)
 
 
+def keywords() -> dict[str, Any]:
+    """Babel's keywords and those of the Makefile's BABEL_KEYWORDS (``-k name:arg``)."""
+    line = next(line for line in (ROOT / "Makefile").read_text().splitlines()
+                if line.startswith("BABEL_KEYWORDS"))
+    found: dict[str, Any] = dict(DEFAULT_KEYWORDS)
+    for spec in re.findall(r"-k (\S+)", line):
+        name, _, arg = spec.partition(":")
+        found[name] = (int(arg),) if arg else None
+    return found
+
+
 def extracted() -> set[tuple[str | None, str | tuple[str, ...]]]:
-    """The strings the templates mark now, extracted as ``make messages`` does."""
+    """The strings the templates and the code mark now, extracted as ``make messages``
+    does."""
     with (ROOT / "babel.cfg").open() as cfg:
         method_map, options_map = parse_mapping_cfg(cfg)  # type: ignore[no-untyped-call]
     found: set[tuple[str | None, str | tuple[str, ...]]] = set()
     for _file, _line, message, _comments, context in extract_from_dir(
-            str(ROOT), method_map, options_map):
+            str(ROOT), method_map, options_map, keywords=keywords()):
         found.add((context, message))
     return found
 
 
 def test_messages_pot_is_up_to_date_with_the_templates() -> None:
-    """messages.pot holds exactly what the templates mark: run ``make messages`` after
-    changing a template's words."""
+    """messages.pot holds exactly what the templates and the code mark: run ``make
+    messages`` after changing a template's words (or an error's)."""
     pot = {(m.context, m.id) for m in catalogue(POT) if m.id}
     now = extracted()
     assert now, "no template marks a string"

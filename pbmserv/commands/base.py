@@ -18,6 +18,7 @@ from pbmserv.commands.args import attach_numbers, is_board_ref
 from pbmserv.config import Settings
 from pbmserv.db.models import Board, User
 from pbmserv.games import ENGINES, AnyEngine, get_engine
+from pbmserv.i18n import N_
 from pbmserv.mail.addresses import address_key
 from pbmserv.mail.quotes import mask_addresses
 from pbmserv.notifications.replies import BoardAnswer
@@ -227,7 +228,7 @@ class Registry:
         """The command a line names; raises PlayerError saying what is unknown."""
         words = line.split()
         if not words:
-            raise PlayerError("the command line is empty")
+            raise PlayerError(N_("the command line is empty"))
         first = words[0].lower()
         engine = get_engine(first)
         if engine is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pbmserv.commands.args import board_number, parse_board_ref
 from pbmserv.commands.base import Command, Context, Invocation, Result
 from pbmserv.games.base import RuleError
+from pbmserv.i18n import N_
 from pbmserv.notifications.views import (
     LISTED_ROUNDS,
     board_view,
@@ -44,7 +45,7 @@ class Show(Command):
     name = "show"
     per_game = True
     arguments = "board[#n] [-words] | userid [active|all|inactive|next]"
-    summary = ("the board (as it was after move n if given; -words: described in words "
+    summary = N_("the board (as it was after move n if given; -words: described in words "
                "too, for a screen reader), or a player's boards")
     numbered_args = (0,)
     min_args = 1
@@ -86,7 +87,7 @@ class Games(Command):
     name = "games"
     per_game = True
     arguments = "userid [active|all|inactive|next]"
-    summary = "a player's boards of this game; 'next': those waiting for their move"
+    summary = N_("a player's boards of this game; 'next': those waiting for their move")
     min_args = 1
     max_args = 2
 
@@ -99,7 +100,7 @@ class Preview(Command):
     name = "preview"
     per_game = True
     arguments = "board move..."
-    summary = "the board as it would be after these moves; nothing is stored"
+    summary = N_("the board as it would be after these moves; nothing is stored")
     min_args = 2
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
@@ -133,7 +134,7 @@ class Moves(Command):
     name = "moves"
     per_game = True
     arguments = "board"
-    summary = "the legal moves of the player to move"
+    summary = N_("the legal moves of the player to move")
     min_args = 1
     max_args = 1
 

@@ -19,6 +19,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import Board, Vacation
+from pbmserv.i18n import N_
 from pbmserv.service.boards import player_of
 from pbmserv.service.errors import PlayerError
 
@@ -142,7 +143,7 @@ def check_clock_days(nag_days: int, forfeit_days: int) -> None:
     if not 1 <= nag_days <= MAX_CLOCK_DAYS or not 1 <= forfeit_days <= MAX_CLOCK_DAYS:
         raise PlayerError(f"nag and forfeit times are 1 to {MAX_CLOCK_DAYS} days")
     if forfeit_days < nag_days:
-        raise PlayerError("the forfeit time must not be shorter than the nag time")
+        raise PlayerError(N_("the forfeit time must not be shorter than the nag time"))
 
 
 #: the shortest clock of a board started by a challenge: nobody has to answer a board

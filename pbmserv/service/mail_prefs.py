@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from pbmserv.db.models import BoardEvent, MailPrefs, User
 from pbmserv.db.status import DigestMode
+from pbmserv.i18n import N_
 from pbmserv.service.errors import PlayerError
 
 DEFAULT_HOUR = 18
@@ -103,7 +104,7 @@ def set_digest(session: Session, user: User, mode: DigestMode, hour: int | None,
                now: datetime) -> MailPrefs:
     """Switch digests on (from now: what happened before is not repeated) or off."""
     if hour is not None and not 0 <= hour <= 23:
-        raise PlayerError("the digest hour is a whole hour from 0 to 23 (UTC)")
+        raise PlayerError(N_("the digest hour is a whole hour from 0 to 23 (UTC)"))
     found = prefs(session, user)
     if hour is not None:
         found.digest_hour = hour
