@@ -58,7 +58,8 @@ def take_turn(db: Database, settings: Settings, turn: BotTurn) -> bool:
         service = GameService(session)
         played = play_turn(service, turn, move=move, accept=accept)
         if played:
-            Notifier(session, settings).notify(service.events)
+            # the bot answers its person's move: their board mail is never held
+            Notifier(session, settings, asked=True).notify(service.events)
     return played
 
 

@@ -16,6 +16,7 @@ a warning in the log, in ``config show`` and in ``config check``.
 from __future__ import annotations
 
 import os
+import shlex
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -361,6 +362,20 @@ def _name(raw: Any) -> str:
     return text
 
 
+def _command(raw: Any) -> str | None:
+    """A command line, split as a shell would (no shell runs it); "" for none."""
+    text = _text(raw)
+    if not text:
+        return None
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise ValueError(f"{text!r} cannot be read as a command line: {exc}") from None
+    if not words:
+        raise ValueError("give a command, like /usr/local/bin/page-me")
+    return text
+
+
 def _days_as_hours(raw: Any) -> int:
     """confirm_days (before confirm_hours): a number of days, as hours."""
     return _limit(raw) * 24
@@ -551,6 +566,11 @@ class Settings:
     admin_address: str | None = setting(
         None, _one_address, "who is mailed when something needs a person (empty: "
         "postmaster@ the game domain)")
+    #: pbmserv.notifications.alert_route
+    alert_command: str | None = setting(
+        None, _command, "a command run with an alert's text on its standard input when "
+        "mail cannot carry it (the relay down, the admin address refused): a pager, a "
+        "chat webhook; empty: none")
     #: None: no report
     daily_report: int | None = setting(
         None, _hour, "the hour (UTC, 0-23) of a daily report mail to the administrator, "
@@ -589,7 +609,8 @@ class Settings:
         "into one mail")
     replies_per_sender_hour: int = setting(
         30, _limit, "replies to one sender in an hour; later ones are held and come folded "
-        "into one mail")
+        "into one mail (never the replies to a player's own commands that proved their "
+        "account)")
     #: enforced by the intake (pbmserv.intake.store)
     sender_quota_mails: int = setting(
         300, _number, "mails one sender may have stored in 24 hours; beyond, the intake "

@@ -27,6 +27,9 @@ SYSLOG_FORMAT = "pbmserv[%(process)d]: %(levelname)s %(name)s: %(message)s"
 SYSLOG_SOCKET = "/dev/log"
 #: the logger of the administrator's actions: always at level info, whatever log_level
 AUDIT = "pbmserv.audit"
+#: the logger of alerts that mail cannot carry (pbmserv.notifications.alert_route):
+#: to syslog whenever its socket is there, as well as where the rest goes
+ALERT = "pbmserv.alert"
 #: set on the handlers set up here, so that a new setup replaces only them
 MARK = "_pbmserv_handler"
 #: syslog priorities of the levels (journald reads them from a "<N>" prefix)
@@ -135,7 +138,8 @@ def setup_logging(level: str, log_file: Path | None = None, syslog: bool = False
             handlers.append(to_syslog)
     root = logging.getLogger()
     audit_log = logging.getLogger(AUDIT)
-    for logger in (root, audit_log):
+    alert_log = logging.getLogger(ALERT)
+    for logger in (root, audit_log, alert_log):
         for old in list(logger.handlers):  # only our own: a test's capture stays
             if getattr(old, MARK, False):
                 logger.removeHandler(old)
@@ -146,6 +150,8 @@ def setup_logging(level: str, log_file: Path | None = None, syslog: bool = False
     for handler in audit_handlers:
         setattr(handler, MARK, True)
         audit_log.addHandler(handler)
+    if to_syslog is not None and not syslog:  # (with syslog on, the root's has it)
+        alert_log.addHandler(to_syslog)
     audit_log.propagate = False
     root.setLevel(logging.WARNING)
     logging.getLogger("pbmserv").setLevel(level.upper())
@@ -165,11 +171,29 @@ def _user_name(uid: int) -> str:
         return f"uid {uid}"
 
 
+#: the kernel's record of who logged in (pam_loginuid), kept across sudo, su, runuser
+LOGINUID = Path("/proc/self/loginuid")
+#: what it holds when nobody logged in (a service, a cron job of the system)
+NO_LOGIN = 4294967295
+
+
+def _login_user() -> str | None:
+    """The user who logged in to the session this runs in, if the kernel knows."""
+    try:
+        uid = int(LOGINUID.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return None if uid == NO_LOGIN else _user_name(uid)
+
+
 def operator() -> str:
-    """Who runs this command: the user behind sudo if any, else this process's user."""
+    """Who runs this command: the user behind sudo (``SUDO_USER``), else behind
+    runuser or su (the session's login user, else ``LOGNAME`` when it differs), else
+    this process's user."""
     name = _user_name(os.getuid())
-    behind = os.environ.get("SUDO_USER")
-    return f"{behind} (as {name})" if behind and behind != name else name
+    behind = (os.environ.get("SUDO_USER") or _login_user()
+              or os.environ.get("LOGNAME") or name)
+    return f"{behind} (as {name})" if behind != name else name
 
 
 def audit(action: str, target: str, outcome: str) -> None:

@@ -10,8 +10,10 @@ the database's own, which ``pbmserv.problems`` explains).
 
 from __future__ import annotations
 
+import errno
 import grp
 import os
+import socket
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -192,7 +194,82 @@ def check_settings(settings: Settings) -> list[Check]:
             out.append(Check("log_file", FAIL, f"{settings.log_file}: {describe(exc)}"))
     if settings.lmtp is not None and settings.lmtp.startswith("/"):
         out.append(_socket_group(settings))
+    out += [_listen_check(name, where) for name, where in (("smtp", settings.smtp),
+                                                           ("lmtp", settings.lmtp))
+            if where is not None]
+    relay_failed = any(c.name in ("relay", "sender") and c.level == FAIL for c in out)
+    out.append(admin_check(settings, relay_failed=relay_failed))
     return out
+
+
+def admin_check(settings: Settings, *, relay_failed: bool = False) -> Check:
+    """Whether alerts can reach ``alert_address`` by the configured path: not a game
+    address (they would come back to the server), and taken by the relay (a Postfix
+    whose relay domain knows only the game addresses refuses postmaster@ with "User
+    unknown" until ``pbmserv postfix-maps`` maps it to the administrator)."""
+    admin = settings.alert_address
+    name = "admin_address"
+    if admin in settings.addresses:
+        return Check(name, FAIL, f"{admin} is a game address: alerts would come back to the "
+                     "server; set admin_address to a mailbox you read")
+    relay = settings.relay_target
+    if relay is None:
+        return Check(name, WARN, f"{admin}: with no relay, alerts are written into the "
+                     f"Maildir {settings.maildir} with the rest of the mail; set "
+                     "alert_command too, or a relay")
+    if relay_failed:
+        return Check(name, FAIL, f"{admin}: not tried, the relay does not take our mail "
+                     "(above): alerts wait with the rest of the mail"
+                     + ("" if settings.alert_command else "; set alert_command for a "
+                        "second route"))
+    sender = envelope_sender(settings, b"config-check", 1)
+    try:
+        refused = RelayConnection(relay, sender, settings=settings).try_recipient(sender, admin)
+    except RelayDown as exc:
+        return Check(name, FAIL, f"{admin}: cannot be tried, the relay {relay_url(settings)} "
+                     f"does not answer ({exc}): alerts wait with the rest of the mail"
+                     + ("" if settings.alert_command else "; set alert_command for a "
+                        "second route"))
+    if refused is not None:
+        domain_hint = (" (the game domain's postmaster@ and abuse@ must go somewhere: 'pbmserv "
+                       "postfix-maps --output-dir /etc/postfix' maps them to admin_address, "
+                       "with virtual_alias_maps in main.cf; docs/admin.md, section 5)"
+                       if admin.rpartition("@")[2] in {a.rpartition("@")[2]
+                                                       for a in settings.addresses} else "")
+        return Check(name, FAIL, f"the relay refuses mail to {admin}: {refused}; alerts "
+                     f"would not arrive{domain_hint}; or set admin_address to a mailbox you "
+                     "read")
+    return Check(name, OK, f"the relay takes mail for {admin} (a bounce later is told by "
+                 "'pbmserv status' and the log)")
+
+
+def _listen_check(name: str, where: str) -> Check:
+    """Whether ``serve`` can listen at ``where`` (host:port, or a Unix socket's path):
+    the host is one of this machine's addresses, the port free (or taken: by a
+    running serve?), the socket's folder there."""
+    if where.startswith("/"):
+        folder = Path(where).parent
+        if not folder.is_dir():
+            return Check(name, FAIL, f"{where}: the folder {folder} does not exist (the unit's "
+                         "RuntimeDirectory=pbmserv makes /run/pbmserv)")
+        return Check(name, OK, f"{where}: its folder is there")
+    host, _, port = where.rpartition(":")
+    host = host.strip("[]")
+    try:
+        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return Check(name, FAIL, f"{where}: {host} is no address of this host: {describe(exc)}")
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return Check(name, WARN, f"{where}: the port is in use (by a 'pbmserv serve' "
+                             "that runs? else 'ss -ltnp' names who holds it)")
+            return Check(name, FAIL, f"{where}: cannot listen there: {describe(exc)}")
+    return Check(name, OK, f"{where}: free to listen on")
 
 
 def _socket_group(settings: Settings) -> Check:

@@ -28,8 +28,8 @@ from pbmserv.db.models import (
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.db.status import DigestMode, InboundStatus, OutboxStatus
-from pbmserv.notifications import Notifier
-from pbmserv.notifications.alerts import mail_alerts
+from pbmserv.notifications import Notifier, alert_route
+from pbmserv.notifications.alerts import Untold, mail_alerts
 from pbmserv.notifications.digest import mail_digest
 from pbmserv.notifications.held import fold_held
 from pbmserv.service.confirmations import lapse_due
@@ -162,7 +162,7 @@ def _digest_batch(db: Database, settings: Settings, now: datetime | None,
         for prefs in due:
             user = session.get(User, prefs.user_id)
             if user is not None and not user.closed_at:
-                mail_digest(session, settings, user, prefs.digest_event_id, upto)
+                mail_digest(session, settings, user, prefs.digest_event_id, upto, when)
             prefs.digest_event_id = upto
             prefs.digest_next_at = next_digest(prefs.digest, prefs.digest_hour, when)
     return len(due)
@@ -254,5 +254,9 @@ def run_purge(db: Database, settings: Settings, now: datetime | None = None) -> 
 def run_alerts(db: Database, settings: Settings, now: datetime | None = None) -> int:
     """Look for late queues, mail the administrator what the incidents call for;
     returns how many mails were queued."""
+    untold: list[Untold] = []
     with db.transaction() as session:
-        return mail_alerts(session, settings, now or utcnow())
+        queued = mail_alerts(session, settings, now or utcnow(), untold)
+    for alert in untold:  # once committed: a command may take its time
+        alert_route.tell(settings, alert.subject, alert.text, alert.why)
+    return queued

@@ -133,6 +133,7 @@ def test_mail_beyond_the_hour_is_held_and_folded(db: Database, settings: Setting
     limited = replace(settings, mails_per_address_hour=5, replies_per_sender_hour=2)
     mailer = Mailer(db, limited)
     out = [m for n in range(5) for m in mailer.send("help", sender="flood@example.net")]
+    # (no account's address: nothing announces it, see tests/test_new_player.py)
     assert [m.status for m in out] == [OutboxStatus.PENDING] * 2 + [OutboxStatus.HELD] * 3
     held_until = {m.next_attempt_at for m in out if m.status is OutboxStatus.HELD}
     assert len(held_until) == 1  # all go out together

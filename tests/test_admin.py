@@ -26,7 +26,8 @@ from tests.conftest import Mailer, check_mail_shape
 
 def cli(settings: Settings, *args: str, stdin: str | None = None) -> Result:
     env = {"PBMSERV_DATABASE_URL": settings.database_url,
-           "PBMSERV_MAILDIR": str(settings.maildir)}
+           "PBMSERV_MAILDIR": str(settings.maildir),
+           "PBMSERV_HEALTH_MAIL_AGE": str(settings.health_mail_age)}
     return CliRunner().invoke(main, list(args), env=env, input=stdin)
 
 
@@ -303,12 +304,20 @@ def test_status_tells_the_truth(mailer: Mailer, settings: Settings, db: Database
     assert lines[5] == ("attend   1 incoming mail(s) failed: 'pbmserv inbox list --status "
                         "failed', then 'pbmserv inbox replay --all-failed'")
     assert lines[-1] == "health   UNHEALTHY"
-    # running, but the failed mail waits for a person: exit 3, not 1 ("down")
+    # with outgoing mail allowed to wait two hours, it is the failed incoming mail
+    # alone that tells: exit 3 ("needs you"), not 1 ("down")
+    settings = replace(settings, health_mail_age=7200)
     relaxed = cli(settings, "status", "--inbox-late", "3600", "--outbox-late", "7200")
-    assert relaxed.exit_code == 3
+    assert relaxed.exit_code == 3, relaxed.output
     assert relaxed.output.splitlines()[-1] == "health   ok, but needs you"
     assert cli(settings, "status", "--inbox-late", "3600", "--outbox-late", "7200",
                "--down-only").exit_code == 0
+    # the mail waits longer than health_mail_age (five minutes by default): down
+    waits = cli(replace(settings, health_mail_age=300), "status", "--inbox-late", "3600",
+                "--outbox-late", "7200")
+    assert waits.exit_code == 1
+    assert "problem  outgoing mail waits: 1 mail(s) made more than 300 s ago " \
+        "(health_mail_age) not sent yet" in waits.output
     assert cli(settings, "status", "--down-only").exit_code == 1
 
 

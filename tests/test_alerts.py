@@ -4,8 +4,11 @@ cause in one line; a daily report if asked for."""
 
 from __future__ import annotations
 
+import logging
+import re
 from dataclasses import replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,13 +20,14 @@ from pbmserv.cli import main
 from pbmserv.commands.general import Help
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import Alert, InboundMessage, OutboxMessage
+from pbmserv.db.models import Alert, Bounce, InboundMessage, MailSuspension, OutboxMessage
 from pbmserv.db.problems import reason_line
 from pbmserv.db.session import Database
-from pbmserv.db.status import AlertKind
+from pbmserv.db.status import AlertKind, OutboxStatus, Resolution
 from pbmserv.sender.delivery import Sender
 from pbmserv.timers import run_alerts
-from tests.conftest import Mailer
+from tests.conftest import Mailer, free_port
+from tests.dsns import Group, dsn
 
 
 def cli(settings: Settings, *args: str) -> Any:
@@ -152,3 +156,138 @@ def test_the_daily_report_comes_once_a_day_at_its_hour(mailer: Mailer, db: Datab
     assert "  failed          0 incoming, 0 outgoing" in mails[0].body
     assert "This report comes every day at 7:00 UTC" in " ".join(mails[0].body.split())
     assert cli(settings, "status").exit_code == 0  # a report is no incident
+
+
+def _alert_command(tmp_path: Path) -> tuple[str, Path]:
+    """An alert_command that keeps what it reads (each run appended), and the file."""
+    kept = tmp_path / "paged.txt"
+    script = tmp_path / "page-me"
+    script.write_text(f"#!/bin/sh\ncat >> {kept}\necho '-- end' >> {kept}\n")
+    script.chmod(0o755)
+    return f"{script} --urgent", kept
+
+
+def _sent_to(settings: Settings, address: str) -> tuple[str, str]:
+    """(Return-Path, Message-ID) of the one mail to ``address`` in the Maildir."""
+    for path in sorted((settings.maildir / "new").iterdir()):
+        head = path.read_text().split("\n\n", 1)[0]
+        if re.search(rf"^To: {re.escape(address)}$", head, re.M):
+            verp = re.search(r"^Return-Path: <(.*)>$", head, re.M)
+            message_id = re.search(r"^Message-ID: (.*)$", head, re.M)
+            assert verp is not None and message_id is not None
+            return verp.group(1), message_id.group(1)
+    raise AssertionError(f"no mail to {address}")
+
+
+def test_an_alert_that_bounces_counts_against_no_address_and_is_told_otherwise(
+        mailer: Mailer, db: Database, settings: Settings, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    command, paged = _alert_command(tmp_path)
+    settings = replace(settings, admin_address="ops@example.org", alert_command=command)
+    mailer.settings = settings
+    def broken(*args: object) -> None:
+        raise OperationalError("SELECT 1", {}, Exception("disk I/O error"))
+
+    monkeypatch.setattr(Help, "run", broken)
+    mailer.send("help", sender="bob@example.org")
+    monkeypatch.undo()
+    now = utcnow() + timedelta(minutes=2)
+    assert run_alerts(db, settings, now) == 1
+    assert not paged.exists()  # mail can carry it: nothing goes the second way
+    Sender(db, settings).send_due()
+    verp, message_id = _sent_to(settings, "ops@example.org")
+    # the admin's mailbox does not exist: the DSN comes back to the alert's VERP address
+    mailer.send_raw(dsn(verp, [Group("ops@example.org")], message_id), "<>")
+    with db.reading() as s:
+        assert list(s.scalars(select(Bounce))) == []  # never counted against an address
+        assert list(s.scalars(select(MailSuspension))) == []
+        (mail,) = admin_mails(db, settings)
+        assert mail.status == OutboxStatus.FAILED  # retried once fixed, as any failed mail
+        assert mail.last_error is not None and mail.last_error.startswith("bounced: ")
+        (bounce,) = s.scalars(select(InboundMessage).order_by(InboundMessage.id.desc()).limit(1))
+        assert f"(outbox {mail.id}, to the administrator)" in (bounce.error or "")
+    status = cli(settings, "status")
+    assert status.exit_code == 3, status.output
+    assert "attend   the administrator cannot be reached: mail to the admin address was " \
+        "refused or bounced since" in status.output
+    # the incident goes the second way: the log at ERROR, and alert_command
+    caplog.set_level(logging.ERROR, logger="pbmserv.alert")
+    assert run_alerts(db, settings, now + timedelta(minutes=3)) == 0  # not by mail
+    told = paged.read_text()
+    assert told.startswith("Subject: pbmserv: alerts do not reach the administrator\n\n")
+    assert "Mail to the administrator (ops@example.org) does not arrive" in " ".join(told.split())
+    assert told.count("-- end") == 1
+    assert any(r.levelno == logging.ERROR and r.getMessage().startswith(
+        "ALERT pbmserv: alerts do not reach the administrator (not by mail alone: mail to "
+        "ops@example.org does not arrive)") for r in caplog.records), caplog.text
+    listed = cli(settings, "alerts", "list")
+    assert listed.exit_code == 0
+    (unreachable,) = re.findall(r"^ *(\d+)  admin-unreachable +1x since", listed.output, re.M)
+    shown = cli(settings, "alerts", "show", unreachable)
+    assert f"mail      outbox {mail.id} to ops@example.org, failed: bounced: " in shown.output
+    acked = cli(settings, "alerts", "ack", unreachable)
+    assert acked.exit_code == 0 and acked.output.startswith(f"incident {unreachable}: acked by ")
+    left = cli(settings, "alerts", "list").output
+    assert "admin-unreachable" not in left and "inbox-failed" in left
+    # what remains needs a person still: the failed mails (the alert, bob's)
+    assert "attend   the administrator cannot" not in cli(settings, "status").output
+    assert cli(settings, "outbox", "retry", "--all").exit_code == 0
+    assert cli(settings, "inbox", "replay", "--all-failed").exit_code == 0
+    assert cli(settings, "status").exit_code == 0
+    assert run_alerts(db, settings, utcnow()) == 1  # the failed mail's: resolved
+    assert cli(settings, "alerts", "list").output == "no incident is open\n"
+
+
+def test_a_resolved_incident_is_mailed_and_a_recurrence_is_mailed_again(
+        mailer: Mailer, db: Database, settings: Settings,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object) -> None:
+        raise OperationalError("SELECT 1", {}, Exception("disk I/O error"))
+
+    monkeypatch.setattr(Help, "run", broken)
+    mailer.send("help", sender="bob@example.org")
+    monkeypatch.undo()
+    now = utcnow()
+    assert run_alerts(db, settings, now + timedelta(minutes=2)) == 1
+    (first,) = admin_mails(db, settings)
+    assert '"pbmserv status" exits 3 while the failed mail waits for you' in \
+        " ".join(first.body.split())
+    assert cli(settings, "inbox", "replay", "--all-failed").exit_code == 0
+    assert run_alerts(db, settings, now + timedelta(minutes=3)) == 1
+    resolved = admin_mails(db, settings)[-1]
+    assert resolved.subject.startswith("pbmserv: resolved: incoming mail failed (since ")
+    assert resolved.body.startswith("Resolved: no incoming mail is left failed (replayed or "
+                                    "purged).\n")
+    # the same again ten minutes later: a new incident, mailed again
+    monkeypatch.setattr(Help, "run", broken)
+    mailer.send("help", sender="carol@example.org")
+    monkeypatch.undo()
+    assert run_alerts(db, settings, utcnow() + timedelta(minutes=2)) == 1
+    assert [m.subject for m in admin_mails(db, settings)][-1] == \
+        "pbmserv: 1 incoming mail failed"
+    with db.reading() as s:
+        kinds = [(a.kind, a.resolution) for a in s.scalars(select(Alert).order_by(Alert.id))]
+    assert kinds == [(AlertKind.INBOX_FAILED, Resolution.RESOLVED),
+                     (AlertKind.INBOX_FAILED, None)]
+
+
+def test_mail_not_moving_says_status_exits_1_and_goes_the_second_way_with_the_relay_down(
+        mailer: Mailer, db: Database, settings: Settings, tmp_path: Path) -> None:
+    command, paged = _alert_command(tmp_path)
+    settings = replace(settings, relay=("127.0.0.1", free_port()), alert_command=command)
+    mailer.settings = settings
+    mailer.reply("help")
+    Sender(db, settings).send_due()  # the relay cannot be reached
+    hour_ago = utcnow() - timedelta(hours=1)
+    with db.transaction() as s:
+        s.execute(update(OutboxMessage).values(created_at=hour_ago, next_attempt_at=hour_ago))
+    now = utcnow()
+    run_alerts(db, settings, now)
+    assert run_alerts(db, settings, now + timedelta(minutes=1)) == 1
+    (mail,) = admin_mails(db, settings)
+    text = " ".join(mail.body.split())
+    assert '"pbmserv status" exits 1 (unhealthy) while mail is not moving' in text
+    assert "exits 3" not in text
+    told = paged.read_text()
+    assert told.startswith("Subject: pbmserv: mail is not moving\n\nMail is not moving: ")
+    assert cli(settings, "status").exit_code == 1

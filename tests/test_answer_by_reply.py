@@ -96,7 +96,7 @@ def test_reject_and_decline_by_reply_then_the_address_is_stale(mailer: Mailer,
     assert out[0].body.startswith("> (your reply) decline\n"
                                   "You said no on Honey Donuts board 101; play goes on as "
                                   "before.\n")
-    assert "bob rejected your request to end the game by agreement; play goes on." in flat(
+    assert "bob rejected your offer to end the game by agreement; play goes on." in flat(
         to(out, "alice@example.org").body)
     assert ply_and_request(db) == (0, None, False)
     stale = bob_reply(mailer, offer.reply_to, "reject")
@@ -140,7 +140,7 @@ def test_an_offer_on_the_opponents_turn_is_answered_through_the_move_address(
     out = bob_reply(mailer, offer.reply_to, "e1-e2", "Play on.\n")
     assert out[0].body.startswith("> (your reply) e1-e2\n"
                                   "Your move e1-e2 on Honey Donuts board 101 has been played.")
-    assert "Your request to end the game by agreement lapsed: bob played a move instead " \
+    assert "Your offer to end the game by agreement lapsed: bob played a move instead " \
         "of answering it." in flat(to(out, "alice@example.org").body)
     assert ply_and_request(db) == (2, None, False)
 

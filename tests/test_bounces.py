@@ -235,6 +235,7 @@ def test_three_bounces_of_three_forms_stop_mail_until_the_player_writes(
     with TestClient(create_app(db, settings)) as client:  # what /metrics shows of it
         scraped = client.get("/metrics").text
     assert "pbmserv_bounces_last_day 3.0" in scraped
+    assert "pbmserv_bounces_total 3.0" in scraped
     assert "pbmserv_suspended_addresses 1.0" in scraped
     assert 'pbmserv_outbox_messages{status="bounced"} 3.0' in scraped
     listed = cli(settings, "users", "bounces")
@@ -251,8 +252,16 @@ def test_three_bounces_of_three_forms_stop_mail_until_the_player_writes(
     assert "(1 mail was not sent)" in " ".join(reply.split())
     with db.reading() as s:
         assert s.get(MailSuspension, "bob@example.org") is None
-        assert s.scalar(select(Bounce).where(Bounce.address == "bob@example.org")) is None
+        kept = list(s.scalars(select(Bounce).where(Bounce.address == "bob@example.org")))
+        assert len(kept) == 3 and all(b.cleared_at is not None for b in kept)  # forgiven
     assert cli(settings, "users", "bounces").output == "no address bounces\n"
+    # the counts of bounces do not drop when the address is forgiven: the last day's
+    # is still 3, and the total only grows
+    with TestClient(create_app(db, settings)) as client:
+        scraped = client.get("/metrics").text
+    assert "pbmserv_bounces_last_day 3.0" in scraped
+    assert "pbmserv_bounces_total 3.0" in scraped
+    assert "pbmserv_suspended_addresses 0.0" in scraped
 
 
 def test_what_is_no_failure_counts_nothing(mailer: Mailer, db: Database,

@@ -69,8 +69,8 @@ def test_extra_words_quote_the_verb_only(mailer: Mailer) -> None:
     mailer.reply("honeydonuts challenge alice bob")
     text = mailer.reply("honeydonuts moves 101 carol secret-c", sender="carol@example.org")
     assert text == ("> honeydonuts moves ...\nERROR: too many words after 'moves': it takes "
-                    "at most 1, this has 3\n\n"
-                    "Write it as: honeydonuts moves board\n\n" + FOOTER)
+                    "at most 2, this has 3\n\n"
+                    "Write it as: honeydonuts moves board [all]\n\n" + FOOTER)
     text = mailer.reply("list carol secret-c", sender="carol@example.org")
     assert text == (
         "> list ...\n"

@@ -287,14 +287,14 @@ def test_offer_to_end_the_game(mailer: Mailer) -> None:
     assert "play goes on" in out[0].body
     told = flat(out[1].body)
     assert out[1].to_addr == "alice@example.org"
-    assert "bob rejected your request to end the game by agreement; play goes on." in told
+    assert "bob rejected your offer to end the game by agreement; play goes on." in told
     assert "bob writes: Not yet!" in told
     mailer.reply("honeydonuts move 101 alice pw-alice propose")
     out = mailer.send("honeydonuts move 101 alice pw-alice a1-a2")  # alice may still move
     assert "Open offer: alice offers to end the game by agreement." in flat(out[1].body)
     out = mailer.send("honeydonuts move 101 bob pw-bob e1-e2", sender="bob@example.org")
     lapsed = flat(out[1].body)  # bob moved instead of answering: the offer lapses
-    assert "Your request to end the game by agreement lapsed: bob played a move" in lapsed
+    assert "Your offer to end the game by agreement lapsed: bob played a move" in lapsed
     assert "nobody has asked you anything" in mailer.reply(
         "honeydonuts move 101 bob pw-bob accept")
     mailer.reply("honeydonuts move 101 bob pw-bob propose")

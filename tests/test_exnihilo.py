@@ -118,7 +118,10 @@ def test_immovable_hostage_leaves_no_legal_turn() -> None:
     assert E.legal_moves(pos) == []
     outcome = E.outcome(pos)
     assert outcome is not None and outcome.winner == 1
-    assert outcome.reason == "White has no legal turn"
+    assert outcome.reason == (
+        "White has no legal turn, because capturing is compulsory and Black's stack on a2, "
+        "the only one White could capture, cannot move as a hostage (a single piece on the "
+        "edge never can)")
     assert outcome.termination is Termination.NO_MOVES
     with pytest.raises(IllegalMoveError, match="capturing is compulsory"):
         E.parse_move(pos, "e5-e1")
@@ -148,7 +151,30 @@ def test_no_legal_turn_loses() -> None:
     assert E.legal_moves(pos) == []
     outcome = E.outcome(pos)
     assert outcome is not None and outcome.winner == 0
-    assert outcome.reason == "Black has no legal turn"
+    assert outcome.reason == "Black has no legal turn, because no stack of Black's can move"
+
+
+def test_the_openings_that_lose_at_once() -> None:
+    """shared/rules/exnihilo.md, "Fine points": "a stack on the edge of height 1 can
+    never move, so a player can be forced to capture it and lose within the first few
+    moves". On the small board the White openings that Black can answer so that White
+    has no legal turn (Black puts a single piece of its own on the edge, between White's
+    and a cell White can reach with one piece: White must capture it, and cannot) are
+    exactly the 72 of 162 that make a single piece on the edge, as 'exnihilo help' says;
+    no opening lets White win at once."""
+    pos = E.new(["-small"])
+    edge = max(pos.board.ring)
+    lost, lone_on_edge = set(), set()
+    for turn in E.legal_moves(pos):
+        after = E.apply(pos, turn)
+        assert E.outcome(after) is None
+        [(cell, stack)] = [(c, s) for c, s in enumerate(after.cells) if s]
+        if stack == "w" and pos.board.ring[cell] == edge:
+            lone_on_edge.add(turn)
+        if any(E.outcome(E.apply(after, reply)) is not None for reply in E.legal_moves(after)):
+            lost.add(turn)
+    assert len(E.legal_moves(pos)) == 162
+    assert lost == lone_on_edge and len(lost) == 72
 
 
 def test_serialisation_round_trips() -> None:

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import random
+import textwrap
+from datetime import timedelta
 
 from sqlalchemy import select
 
 from pbmserv.config import Settings
-from pbmserv.db.models import OutboxMessage
+from pbmserv.db.models import Board, OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.render import wrap
 from pbmserv.spelling import closest, distance
 from pbmserv.timers import run_digests
 from tests.conftest import Mailer
+from tests.test_clocks import when
 from tests.test_digest import digest_due, last_id, new_mails
 
 FOOTER = '\n\n--\npbmserv <pbmserv@localhost>: send "help" for the commands.\n'
@@ -165,18 +168,24 @@ def test_the_digest_tells_offers_answers_and_cleared_queues(mailer: Mailer, db: 
     assert run_digests(db, settings) == 1
     [mail] = new_mails(db, before)
     assert mail.subject == "pbmserv digest: 1 board waits for your move"
+    with db.transaction() as s:
+        started = s.scalar(select(Board.turn_started_at))
+        assert started is not None
+    # (the date's width varies: the line is filled as a mail's lines are)
+    head = textwrap.fill("Honey Donuts board 101: your move, #4. Time runs out on "
+                         f"{when(started + timedelta(days=21))} (in 21 days).", 76)
     assert mail.body.split("\n\nSummary of")[0] == (
         "Your digest, alice: 1 board waits for your move since the last digest.\n"
         "\n"
         "----------------------------------------------------------------------------\n"
-        "Honey Donuts board 101: your move, #4.\n"
+        f"{head}\n"
         "Since the last digest:\n"
         "  bob played a1-a2\n"
         "  alice played e3-d3\n"
         "  bob has offered to end the game by agreement.\n"
         "    bob writes:\n"
         "      Call it a day?\n"
-        "  You rejected bob's request to end the game by agreement.\n"
+        "  You rejected bob's offer to end the game by agreement.\n"
         "    alice writes:\n"
         "      Not yet.\n"
         "  bob played a3-a2\n"
@@ -441,4 +450,4 @@ def test_too_few_words_says_how_many_are_needed(mailer: Mailer) -> None:
         "ERROR: too few words after 'challenge': it needs 2 or more, this has 1\n"
         "\n"
         "Write it as: honeydonuts challenge userid1 userid2 [-option...]\n"
-        "[--nagtime=DAYS] [--forfeittime=DAYS]\n" + FOOTER)
+        "[--nagtime=DAYS] [--forfeittime=DAYS] [password]\n" + FOOTER)

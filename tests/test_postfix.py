@@ -94,6 +94,13 @@ class Instance:
         subprocess.run([postqueue, "-c", str(self.config), "-f"], check=True)
 
 
+def map_text(path: Path) -> str:
+    """A map pbmserv wrote, without its header line (the checksum)."""
+    first, _, rest = path.read_text().partition("\n")
+    assert first.startswith("# written by 'pbmserv postfix-maps' (checksum "), first
+    return rest
+
+
 def wait_for(what: Callable[[], bool], describe: Callable[[], str], limit: float = 60) -> None:
     deadline = time.monotonic() + limit
     while not what():
@@ -124,6 +131,8 @@ recipient_delimiter = +
 relay_recipient_maps = hash:{root}/lmtp/pbmserv_recipients, hash:{root}/pipe/pbmserv_recipients
 transport_maps = hash:{root}/lmtp/pbmserv_transport, hash:{root}/pipe/pbmserv_transport,
     hash:{root}/etc/players
+# postmaster@ and abuse@ of the game domain, to the administrator (RFC 2142)
+virtual_alias_maps = hash:{root}/lmtp/pbmserv_aliases
 maillog_file = {root}/maillog
 maillog_file_prefixes = {root}
 smtputf8_enable = no
@@ -286,9 +295,12 @@ def _lmtp_answers(port: int) -> bool:
 def test_postfix_delivers_by_lmtp(postfix: Instance, sink: tuple[Sink, int]) -> None:
     keeper, _ = sink
     root = postfix.root
-    assert (root / "lmtp" / "pbmserv_transport").read_text() == \
+    assert map_text(root / "lmtp" / "pbmserv_transport") == \
         f"pbmserv@games.test\tlmtp:inet:127.0.0.1:{postfix.lmtp}\n"
-    assert (root / "lmtp" / "pbmserv_recipients").read_text() == "pbmserv@games.test\tOK\n"
+    assert map_text(root / "lmtp" / "pbmserv_recipients") == (
+        "pbmserv@games.test\tOK\npostmaster@games.test\tOK\nabuse@games.test\tOK\n")
+    assert map_text(root / "lmtp" / "pbmserv_aliases") == (
+        "postmaster@games.test\troot@localhost\nabuse@games.test\troot@localhost\n")
     # pbmserv serve, on LMTP only, with its settings file (its worker process reads it too)
     server = subprocess.Popen(
         [sys.executable, "-m", "pbmserv", "--config", str(root / "lmtp" / "pbmserv.toml"),
@@ -337,7 +349,7 @@ def test_postfix_delivers_by_pipe_and_keeps_mail_while_settings_are_broken(
         pytest.skip(f"user {PIPE_USER} cannot run this Python with pbmserv")
     keeper, _ = sink
     root = postfix.root
-    assert (root / "pipe" / "pbmserv_transport").read_text() == "pipe@games.test\tpbmserv:\n"
+    assert map_text(root / "pipe" / "pbmserv_transport") == "pipe@games.test\tpbmserv:\n"
     pipe_toml = root / "pipe" / "pbmserv.toml"
     good = pipe_toml.read_text()
     pipe_toml.write_text(good + "name_is_not_a_key = 1\n")  # broken for now
@@ -538,7 +550,7 @@ def test_postfix_delivers_to_an_lmtp_socket_of_its_group(postfix: Instance,
     made = pbmserv_cli("--config", str(toml), "postfix-maps", "--output-dir",
                        str(root / "lmtp"), MAIL_CONFIG=str(postfix.config), PBMSERV_CONFIG="")
     assert made.returncode == 0, made.stderr
-    assert (root / "lmtp" / "pbmserv_transport").read_text() == \
+    assert map_text(root / "lmtp" / "pbmserv_transport") == \
         f"pbmserv@games.test\tlmtp:unix:{socket_path}\n"
     assert POSTFIX is not None
     subprocess.run([POSTFIX, "-c", str(postfix.config), "reload"], check=True,

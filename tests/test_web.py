@@ -92,6 +92,9 @@ def test_the_front_page_lists_the_games_and_open_challenges(site: Site) -> None:
     seeks = html[html.index('<table class="list seeks">'):]
     assert "<td>Hexamoeba</td><td class=\"n\">1</td>" in seeks
     assert '<a href="/players/carol">carol</a>' in seeks
+    # each challenge's clock, as the seek set it
+    assert "<td>none</td><td>a reminder after 3 days without a move, lost on time after 10" \
+        "</td>" in seeks
 
 
 def test_a_game_lists_its_boards_newest_first(site: Site) -> None:
@@ -177,7 +180,9 @@ def test_a_tournament_board_links_its_tournament(site: Site) -> None:
 
 def test_a_player_page_lists_boards_and_ratings(site: Site) -> None:
     html = get(site, "/players/alice")
-    boards = re.findall(r'<a href="/boards/(\w+)/(\d+)">', html)
+    # (the boards waiting for alice's move come first, then all her boards)
+    listed = html[html.index("<h2>Boards"):]
+    boards = re.findall(r'<a href="/boards/(\w+)/(\d+)">', listed)
     assert boards == [("honeydonuts", "102"), ("amoeba", "101"), ("honeydonuts", "101")]
     ratings = html[html.index('<table class="list ratings">'):html.index("<h2>Boards")]
     assert re.search(r"<td>Amoeba</td><td class=\"n\">\d+\?</td><td class=\"n\">\d+</td>"

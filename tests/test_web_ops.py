@@ -10,19 +10,23 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import update
 from starlette.testclient import TestClient
 
+from pbmserv.cli import main
 from pbmserv.config import Settings
 from pbmserv.db import migrate
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import InboundMessage, OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus, OutboxStatus
+from pbmserv.sender.delivery import Sender
 from pbmserv.web import create_app
 from tests.conftest import Mailer, free_port
 
@@ -114,7 +118,11 @@ def test_healthz_and_metrics_read_the_database(mailer: Mailer, db: Database,
                           next_attempt_at=utcnow() + timedelta(hours=1)))
     with TestClient(create_app(db, settings)) as client:
         health = client.get("/healthz")
-        assert (health.status_code, health.text) == (200, "ok\n")
+        # a mail that waits longer than health_mail_age (backed off for an hour) needs a
+        # look: unhealthy, with the reason
+        assert health.status_code == 503
+        assert health.text.startswith("outgoing mail waits: 1 mail(s) made more than 300 s "
+                                      "ago (health_mail_age) not sent yet, the oldest since ")
         answer = client.get("/metrics")
     assert answer.status_code == 200
     assert answer.headers["content-type"].startswith("text/plain; version=0.0.4")
@@ -145,3 +153,28 @@ def test_healthz_says_when_the_schema_is_behind(tmp_path: object, settings: Sett
                                f"pbmserv's {migrate.head()}: run 'pbmserv db upgrade'\n")
     finally:
         old.dispose()
+
+
+def test_healthz_is_503_through_a_relay_outage(mailer: Mailer, db: Database,
+                                              settings: Settings) -> None:
+    """A relay that does not answer, with mail to send: unhealthy once the mail has
+    waited health_mail_age (five minutes), whatever the relay's own standing says."""
+    dead = free_port()
+    settings = replace(settings, relay=("127.0.0.1", dead))
+    mailer.settings = settings
+    mailer.reply("help")
+    assert Sender(db, settings).send_due() == 0  # nothing listens there
+    with TestClient(create_app(db, settings)) as client:
+        assert client.get("/healthz").status_code == 200  # just queued
+    with db.transaction() as s:  # eighteen minutes on
+        s.execute(update(OutboxMessage).values(created_at=utcnow() - timedelta(minutes=18)))
+    with TestClient(create_app(db, settings)) as client:
+        health = client.get("/healthz")
+    assert health.status_code == 503
+    assert "outgoing mail waits: 1 mail(s) made more than 300 s ago" in health.text
+    assert "a last error: " in health.text
+    status = CliRunner().invoke(main, ["status"], env={
+        "PBMSERV_DATABASE_URL": settings.database_url, "PBMSERV_CONFIG": "",
+        "PBMSERV_RELAY": f"127.0.0.1:{dead}"})
+    assert status.exit_code == 1
+    assert "problem  outgoing mail waits: 1 mail(s)" in status.output

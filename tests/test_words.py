@@ -77,8 +77,10 @@ def test_show_words(mailer: Mailer) -> None:
     assert "Legal moves of Black (bob), 52 in all" in flat(words)
     assert HEADING not in mailer.reply("hexamoeba show 101")
     refused = flat(mailer.reply("hexamoeba show 101#1 -words"))
-    assert "the board in words is given for the board as it stands" in refused
-    assert "only -words may follow" in flat(mailer.reply("hexamoeba show 101 -wards"))
+    assert ("the move list and the board in words are given for the board as it stands: "
+            "write hexamoeba show 101 -words") in refused
+    assert "only all and -words may follow, not -wards" in flat(
+        mailer.reply("hexamoeba show 101 -wards"))
 
 
 def test_honey_donuts_in_words_goes_round_the_ring(mailer: Mailer) -> None:

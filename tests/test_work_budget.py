@@ -270,7 +270,7 @@ def test_show_lists_the_latest_moves_of_a_very_long_game(
         mailer: Mailer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pbmserv.notifications.views, "LISTED_ROUNDS", 100)
     long_amoeba(mailer, 600)
-    reply = mailer.reply("amoeba show 101", sender="stranger@example.net")
+    reply = mailer.reply("amoeba show 101 all", sender="stranger@example.net")
     assert "Moves 1 to 400 are not shown here: a mail lists the latest 200 moves at most" \
         in flat(reply)
     assert re.search(r"^ +201\. ", reply, re.M) and not re.search(r"^ +200\. ", reply, re.M)

@@ -22,7 +22,8 @@ def fill(mailer: Mailer) -> None:
     mailer.reply("amoeba move 101 alice pw-alice e4")
     mailer.reply(f"amoeba move 101 {ODD} pw-odd-one e6", sender="odd@example.org")
     mailer.reply("amoeba resign 101 alice pw-alice", "Well played.")
-    mailer.reply("hexamoeba seek carol pw-carol", sender="carol@example.org")
+    mailer.reply("hexamoeba seek carol pw-carol --nagtime=3 --forfeittime=10",
+                 sender="carol@example.org")
     mailer.reply("exnihilo challenge bob carol", sender="bob@example.org")
     mailer.reply("exnihilo move 101 bob pw-bob b2-b6", sender="bob@example.org")
     mailer.reply("tournament create cup honeydonuts alice pw-alice -roundrobin")

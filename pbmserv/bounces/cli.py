@@ -10,6 +10,7 @@ from pbmserv.cli.accounts import users
 from pbmserv.cli.app import database, pass_settings
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
+from pbmserv.logs import audit
 
 
 @users.command("bounces")
@@ -49,4 +50,6 @@ def users_clear_bounces(settings: Settings, address: str | None, every: bool) ->
         cleared = scoring.clear(session, address, utcnow())
     if address is not None and not cleared:
         raise click.ClickException(f"{address} has no bounces")
+    audit("users clear-bounces", address or "--all",
+          f"cleared {cleared} address(es): mailed again")
     click.echo(f"cleared {cleared} address(es): mailed again")

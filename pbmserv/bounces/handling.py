@@ -32,6 +32,7 @@ from pbmserv.db.models import OutboxMessage
 from pbmserv.db.status import BounceKind, InboundStatus
 from pbmserv.mail.addresses import BOUNCE_PREFIX
 from pbmserv.mail.parse import ParsedMail
+from pbmserv.service import incidents
 from pbmserv.service.reply_tokens import read_bounce_tag, server_secret
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,15 @@ def handle_bounce(session: Session, settings: Settings, inbound_id: int,
     kind = _kind(failure)
     status, detail = _why(failure)
     now = utcnow()
+    if row.alert_id is not None:  # the administrator's mail: no address is counted
+        if kind == BounceKind.DELAY:
+            return InboundStatus.DONE, f"a delay of outbox {row.id} to the administrator"
+        incidents.admin_unreachable(session, row.id, address, f"bounced: {detail}", now)
+        log.error("message %s: the mail to the administrator (outbox %s to %s) bounced: %s",
+                  inbound_id, row.id, address, status or "no status")
+        return InboundStatus.DONE, (f"bounce: {address} (outbox {row.id}, to the "
+                                    f"administrator): {detail}; not counted: alerts do "
+                                    "not reach the administrator")[:2000]
     result = record_bounce(session, settings, address, now, source="dsn", kind=kind,
                            status=status, detail=detail, outbox_id=row.id,
                            inbound_id=inbound_id)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from email.message import Message
 
 from pbmserv.mail.headers import address_of
-from pbmserv.mail.text import clean_line
+from pbmserv.mail.text import clean_line, payload_text
 
 log = logging.getLogger(__name__)
 #: the text read of a bounce's parts
@@ -128,23 +128,7 @@ def read_bounce(msg: Message) -> BounceReport:
 
 
 def _decoded(part: Message) -> str:
-    try:
-        payload = part.get_payload(decode=True)
-    except Exception:
-        return ""
-    if not isinstance(payload, bytes):
-        return ""
-    text = payload[:MAX_TEXT].decode(part.get_content_charset() or "utf-8", "replace") \
-        if _known_charset(part) else payload[:MAX_TEXT].decode("utf-8", "replace")
-    return _LINE_END.sub("\n", text)
-
-
-def _known_charset(part: Message) -> bool:
-    try:
-        "".encode(part.get_content_charset() or "utf-8")
-    except LookupError:
-        return False
-    return True
+    return _LINE_END.sub("\n", payload_text(part, MAX_TEXT))
 
 
 def _status_text(part: Message) -> str:

@@ -26,6 +26,7 @@ from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import (
     Alert,
     Board,
@@ -36,7 +37,14 @@ from pbmserv.db.models import (
     OutboxMessage,
     User,
 )
-from pbmserv.db.status import AlertKind, BoardStatus, BounceKind, InboundStatus, OutboxStatus
+from pbmserv.db.status import (
+    AlertKind,
+    BoardStatus,
+    BounceKind,
+    InboundStatus,
+    OutboxStatus,
+    Resolution,
+)
 from pbmserv.service import incidents
 
 #: this many counted bounces within STORM_WINDOW, from any addresses, are a bounce storm
@@ -94,7 +102,8 @@ class Counted:
 
 def _score(session: Session, address: str, kind: BounceKind, since: datetime) -> int:
     return int(session.scalar(select(func.count()).select_from(Bounce).where(
-        Bounce.address == address, Bounce.kind == kind, Bounce.at > since)) or 0)
+        Bounce.address == address, Bounce.kind == kind, Bounce.at > since,
+        Bounce.cleared_at.is_(None))) or 0)
 
 
 def record_bounce(session: Session, settings: Settings, address: str, now: datetime, *,
@@ -195,25 +204,35 @@ def resume(session: Session, address: str) -> Resumed | None:
         OutboxMessage.created_at >= found.since)) or 0)
     lifted = Resumed(address, found.since, held)
     session.delete(found)
-    session.execute(delete(Bounce).where(Bounce.address == address))
+    _forgive(session, address, utcnow())
     return lifted
+
+
+def _forgive(session: Session, address: str, now: datetime) -> None:
+    """The address's bounces no longer count toward a suspension; they are kept, so
+    the count of bounces (``/metrics``) only grows."""
+    session.execute(update(Bounce).where(Bounce.address == address,
+                                         Bounce.cleared_at.is_(None))
+                    .values(cleared_at=now).execution_options(synchronize_session=False))
 
 
 def clear(session: Session, address: str | None, now: datetime | None = None) -> int:
     """Forget the bounces and lift the suspension of ``address`` (every address if
     None: a bounce storm is then over, the administrator has dealt with it); returns
     how many addresses were cleared."""
-    addresses = set(session.scalars(select(Bounce.address).distinct())) | set(
+    addresses = set(session.scalars(select(Bounce.address).distinct()
+                                    .where(Bounce.cleared_at.is_(None)))) | set(
         session.scalars(select(MailSuspension.address)))
     if address is not None:
         addresses &= {address.strip().lower()}
     for each in addresses:
-        session.execute(delete(Bounce).where(Bounce.address == each))
+        _forgive(session, each, now or utcnow())
         session.execute(delete(MailSuspension).where(MailSuspension.address == each))
     if address is None and now is not None:
         session.execute(update(Alert).where(Alert.kind == AlertKind.BOUNCE_STORM,
                                             Alert.closed_at.is_(None))
-                        .values(closed_at=now).execution_options(synchronize_session=False))
+                        .values(closed_at=now, resolution=Resolution.CLEARED)
+                        .execution_options(synchronize_session=False))
     return len(addresses)
 
 
@@ -245,13 +264,15 @@ def bounce_list(session: Session, settings: Settings, now: datetime) -> list[Add
     since = now - timedelta(days=settings.bounce_days)
     scores: dict[str, dict[BounceKind, int]] = {}
     for address, kind, count in session.execute(
-            select(Bounce.address, Bounce.kind, func.count()).where(Bounce.at > since)
+            select(Bounce.address, Bounce.kind, func.count())
+            .where(Bounce.at > since, Bounce.cleared_at.is_(None))
             .group_by(Bounce.address, Bounce.kind)):
         scores.setdefault(address, {})[BounceKind(kind)] = int(count)
     suspended = {s.address: s for s in session.scalars(select(MailSuspension))}
     out = []
     for address in set(scores) | set(suspended):
-        last = session.scalars(select(Bounce).where(Bounce.address == address)
+        last = session.scalars(select(Bounce).where(Bounce.address == address,
+                                                    Bounce.cleared_at.is_(None))
                                .order_by(Bounce.at.desc(), Bounce.id.desc()).limit(1)).first()
         held = suspended.get(address)
         userids = list(session.scalars(select(User.userid)
@@ -293,8 +314,8 @@ class ProblemCounts:
     #: outgoing mails bounced (by a DSN or the relay's 5xx), and held back (suppressed)
     bounced_out: int
     suppressed_out: int
-    #: bounces counted (hard and soft, not delays), ever kept and in the last day;
-    #: suspended addresses
+    #: bounces counted (hard and soft, not delays), ever kept (forgiven ones too: it
+    #: only grows) and in the last day; suspended addresses
     bounces: int
     bounces_last_day: int
     suspended: int

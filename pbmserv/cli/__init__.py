@@ -5,6 +5,7 @@ pbmserv.bounces.cli).  Importing this package registers every command."""
 from pbmserv.bounces import cli as bounce_verbs
 from pbmserv.cli import (
     accounts,
+    alerts,
     boards,
     bots,
     database,
@@ -17,5 +18,5 @@ from pbmserv.cli import (
 )
 from pbmserv.cli.app import EX_TEMPFAIL, EX_UNAVAILABLE, main
 
-__all__ = ["EX_TEMPFAIL", "EX_UNAVAILABLE", "accounts", "boards", "bots", "bounce_verbs",
+__all__ = ["EX_TEMPFAIL", "EX_UNAVAILABLE", "accounts", "alerts", "boards", "bots", "bounce_verbs",
            "database", "health", "mail", "main", "queues", "records", "rules", "web"]

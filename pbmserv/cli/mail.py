@@ -208,24 +208,52 @@ def work(settings: Settings, loop: bool, interval: float, wake_fd: int | None) -
 @click.option("--pipe", "pipe", default=None, metavar="SERVICE",
               help="Route to this master.cf pipe service (pbmserv) instead of LMTP.")
 @click.option("--output-dir", default=None, type=click.Path(file_okay=False, path_type=Path),
-              help=f"Write {postfix.TRANSPORT_FILE} and {postfix.RECIPIENTS_FILE} there and "
-                   "run postmap on them, instead of printing them.")
+              help=f"Write {postfix.TRANSPORT_FILE}, {postfix.RECIPIENTS_FILE} and "
+                   f"{postfix.ALIASES_FILE} there and run postmap on them, instead of "
+                   "printing them.")
+@click.option("--force", is_flag=True,
+              help="Overwrite a map that holds lines pbmserv did not write (the old file is "
+                   "kept as NAME.bak).")
 @pass_settings
-def postfix_maps(settings: Settings, pipe: str | None, output_dir: Path | None) -> None:
+def postfix_maps(settings: Settings, pipe: str | None, output_dir: Path | None,
+                 force: bool) -> None:
     """Postfix's maps for the game addresses: transport (to pbmserv's LMTP listener, or a
-    pipe) and recipients (so Postfix knows them)."""
+    pipe), recipients (so Postfix knows them, and postmaster@ and abuse@ of each game
+    domain) and aliases (postmaster@ and abuse@ to admin_address, RFC 2142). A map
+    holding lines pbmserv did not write (a fix by hand) is left alone unless --force."""
     maps = {postfix.TRANSPORT_FILE: postfix.transport_map(settings, pipe),
-            postfix.RECIPIENTS_FILE: postfix.recipient_map(settings)}
+            postfix.RECIPIENTS_FILE: postfix.recipient_map(settings),
+            postfix.ALIASES_FILE: postfix.alias_map(settings)}
     if output_dir is None:
         for name, text in maps.items():
             click.echo(f"# {name}\n{text}")
         return
     output_dir.mkdir(parents=True, exist_ok=True)
+    lost = {}
+    for name, text in maps.items():
+        path = output_dir / name
+        old = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+        if postfix.hand_changes(old, text):
+            lost[name] = postfix.hand_changes(old, text)
+    if lost and not force:
+        for name, lines in lost.items():
+            click.echo(f"{output_dir / name} was changed since pbmserv wrote it (a fix by "
+                       "hand?): these lines would be lost:", err=True)
+            for line in lines:
+                click.echo(f"    {line}", err=True)
+        raise click.ClickException(
+            "nothing written: put such lines in a map of your own (Postfix takes several: "
+            "relay_recipient_maps = hash:/etc/postfix/pbmserv_recipients "
+            "hash:/etc/postfix/my_recipients), or run again with --force (the old file is "
+            "kept as NAME.bak)")
     postmap = shutil.which("postmap") or next(
         (p for p in ("/usr/sbin/postmap", "/usr/local/sbin/postmap") if Path(p).exists()), None)
     for name, text in maps.items():
         path = output_dir / name
-        path.write_text(text, encoding="utf-8")
+        if name in lost:
+            shutil.copy2(path, path.with_name(name + ".bak"))
+            click.echo(f"kept the old {name} as {path.with_name(name + '.bak')}")
+        path.write_text(postfix.with_header(text), encoding="utf-8")
         if postmap is not None:
             subprocess.run([postmap, f"hash:{path}"], check=True)
         click.echo(f"wrote {path}" + ("" if postmap else " (postmap not found: run it)"))

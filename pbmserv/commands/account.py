@@ -16,6 +16,7 @@ from pbmserv.notifications.accounts import (
     tell_address_changed,
 )
 from pbmserv.notifications.subjects import our_subject
+from pbmserv.reads import clocks
 from pbmserv.render import render
 from pbmserv.service import clock, confirmations, mail_prefs, resets
 from pbmserv.service.accounts import (
@@ -192,8 +193,8 @@ class VacationCommand(Command):
             if word != "off" and (days is None or days > clock.MAX_CLOCK_DAYS):
                 raise PlayerError(N_("give the number of days, or 'off'"), usage=True)
             service.vacation(user, days)
-        current = clock.current_vacation(ctx.session, user.id, service.now)
-        taken = clock.days_taken(ctx.session, user.id, service.now)
+        current = clocks.current_vacation(ctx.session, user.id, service.now)
+        taken = clocks.days_taken(ctx.session, user.id, service.now)
         return Result(
             render("commands/vacation.txt.j2", user=user, current=current,
                    left=max(clock.VACATION_DAYS_PER_YEAR - round(taken), 0),

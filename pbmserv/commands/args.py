@@ -49,8 +49,14 @@ def is_board_ref(text: str) -> bool:
     return small_number(number) is not None
 
 
+#: what a sentence leaves after a move ("B4-C4."): never part of one in any game
+SENTENCE_END = ".!?;,:"
+
+
 def split_move_number(text: str) -> tuple[str, int | None]:
-    """``a1-a2#3`` -> ("a1-a2", 3)."""
+    """``a1-a2#3`` -> ("a1-a2", 3); a full stop or the like after it ("B4-C4.",
+    "a1-a2#3!") is left out."""
+    text = text.rstrip(SENTENCE_END) or text
     move, sep, at = text.partition("#")
     if not sep:
         return move, None

@@ -73,6 +73,9 @@ class Context:
     #: the accounts this mail proved to be, by a password or a reply address, in the
     #: order it did: their address_key -> their address (the reply may go there)
     proved: dict[str, str] = field(default_factory=dict)
+    #: the mail's Reply-To when it names another mailbox than the sender's (the reply
+    #: goes there if the mail proves it is an account's): "" for none
+    named_reply_to: str = ""
     #: the work the mail may still make the server do (pbmserv.service.budget)
     budget: WorkBudget = field(init=False)
     #: the language the mail's Content-Language names (pbmserv.i18n), if one is shipped:
@@ -97,6 +100,11 @@ class Context:
         counted = [a for a in addresses if address_key(a) not in self.proved]
         self.others.take(self.session, counted, self.service.now)
         return self.others.sender if self.others.others(counted) else None
+
+    def replies_to(self, address: str) -> bool:
+        """Whether the reply surely goes to ``address``: the sender's, with no Reply-To
+        naming another mailbox (what is for an account's eyes alone may go in it)."""
+        return not self.named_reply_to and address_key(address) == address_key(self.sender)
 
     def logged_in(self, user: User) -> None:
         """``user``'s password (or reply address) was right: the command's words were

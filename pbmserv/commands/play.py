@@ -3,6 +3,7 @@ decline, queue; and a game's help."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -34,10 +35,16 @@ from pbmserv.service.boards import (
     open_request_id,
     player_of,
     request_event,
+    seats_of,
 )
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.passwords import check_password
-from pbmserv.service.reply_tokens import ReplyToken, read_token, server_secret
+from pbmserv.service.reply_tokens import (
+    ReplyToken,
+    read_token,
+    revoked_token,
+    server_secret,
+)
 
 
 def acting(ctx: Context, inv: Invocation) -> tuple[AnyEngine, Board, User]:
@@ -219,10 +226,13 @@ def moved(ctx: Context, board: Board, user: User, notation: str) -> Result:
 def act(ctx: Context, engine: AnyEngine, board: Board, user: User, word: str) -> Result:
     """A move word: resign, a request (propose/draw, undo), an answer, decline."""
     service = ctx.service
+    answer_too = False
     if word == "resign":
         service.resign(board, user, comment=ctx.comment)
     elif word in ("propose", "draw", "undo"):
         kind = RequestKind.UNDO if word == "undo" else RequestKind.DRAW
+        # an undo on one's own turn takes back the opponent's answer too
+        answer_too = kind is RequestKind.UNDO and board.to_move in seats_of(board, user)
         service.request(board, user, kind, comment=ctx.comment)
     elif word in ("accept", "reject"):
         service.answer(board, user, word == "accept", comment=ctx.comment)
@@ -231,7 +241,7 @@ def act(ctx: Context, engine: AnyEngine, board: Board, user: User, word: str) ->
     agreed = agreed_ending(engine, board) if word in ("propose", "draw") else None
     # (a bot answers an undo at once: the notes say how, nothing is left to answer)
     return board_result(ctx, board, user, "commands/act.txt.j2", word=word, agreed=agreed,
-                        answered=board.request_kind is None)
+                        answered=board.request_kind is None, answer_too=answer_too)
 
 
 def changes_of(session: Session, user_id: int) -> int:
@@ -243,9 +253,10 @@ def changes_of(session: Session, user_id: int) -> int:
 def reply_move(ctx: Context, tag: str, text: str) -> Result:
     """The move of a reply to a move-by-reply address: the address names the board,
     the player and the move; the reply's first line is the move (or a move word)."""
-    token = read_token(server_secret(ctx.session, ctx.settings.secret), tag,
-                       lambda user_id: changes_of(ctx.session, user_id))
+    secret = server_secret(ctx.session, ctx.settings.secret)
+    token = read_token(secret, tag, lambda user_id: changes_of(ctx.session, user_id))
     if token is None:
+        revoked_reply(ctx, secret, tag)
         raise PlayerError(N_("this mail went to a reply address the server did not give "
                           "out (or one that was changed); write the whole command instead, "
                           "as the \"To move:\" line of the board mail shows it"))
@@ -272,6 +283,30 @@ def reply_move(ctx: Context, tag: str, text: str) -> Result:
         return act(ctx, engine, board, user, move.lower())
     notation = service.play(board, user, move, comment=ctx.comment, expected_ply=token.ply)
     return moved(ctx, board, user, notation)
+
+
+def revoked_reply(ctx: Context, secret: bytes, tag: str) -> None:
+    """A reply from a player's own address to a reply address of theirs that a new
+    password (or address) made void: a PlayerError that says so and shows the board as
+    it stands, with a fresh reply address; None if ``tag`` is no such address."""
+    found = _TAG_USER.match(tag.strip().lower())
+    user = ctx.session.get(User, int(found.group(1))) if found else None
+    token = None if user is None else revoked_token(secret, tag, user.credential_changes)
+    if token is None or user is None or user.email != ctx.sender.lower():
+        return  # to another address than the player's, no word of their account
+    board = load_board_by_id(ctx.session, token.board_id)
+    if board is None or all(p.user_id != user.id for p in board.players):
+        return
+    raise PlayerError(
+        f"this reply address of {board.game} board {board.number} no longer stands for a "
+        f"move: {user.userid}'s password (or address) changed since the board mail was "
+        "sent, which voids the reply addresses made before. Nothing was played; the board "
+        "as it stands is below, with a fresh reply address if it waits for you",
+        board=board)
+
+
+#: the player's id in a reply address's tag (checked by its signature afterwards)
+_TAG_USER = re.compile(r"b[0-9]{1,10}u([0-9]{1,10})m")
 
 
 #: what may be written to an address that answers a request ("decline": the offer)

@@ -22,6 +22,7 @@ COMMANDS: tuple[type[Command], ...] = (
     account.Reset,
     general.Help,
     general.List,
+    view.TurnsCommand,
     play.GameHelp,
     play.Challenge,
     play.MoveCommand,

@@ -358,6 +358,10 @@ class OutboxMessage(Base):
     #: a reply counted by ``refusals_per_address_day`` (None: not counted)
     answer_kind: Mapped[AnswerKind | None] = mapped_column(StrEnumType(AnswerKind),
                                                            default=None)
+    #: a mail to the administrator: the incident (or daily report) it is about; its
+    #: refusal or bounce is never counted against an address
+    #: (pbmserv.service.incidents.admin_unreachable)
+    alert_id: Mapped[int | None] = mapped_column(default=None, index=True)
 
 
 class AuthThrottle(Base):
@@ -615,8 +619,14 @@ class Alert(Base):
     mailed_at: Mapped[datetime | None] = mapped_column(default=None)
     #: the count the last mail told of
     mailed_count: Mapped[int] = mapped_column(default=0)
-    #: over: quiet for a while (a new occurrence opens a new incident)
+    #: over: resolved, quiet for a while, or acknowledged (a new occurrence opens a
+    #: new incident)
     closed_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: how it ended (pbmserv.db.status.Resolution), None while open
+    resolution: Mapped[str | None] = mapped_column(String(16), default=None)
+    #: acknowledged by the administrator (``pbmserv alerts ack``): when, and who
+    acked_at: Mapped[datetime | None] = mapped_column(default=None)
+    acked_by: Mapped[str | None] = mapped_column(String(200), default=None)
 
 
 class Bounce(Base):
@@ -641,6 +651,10 @@ class Bounce(Base):
     #: what it says of the address: hard and soft bounces count (each toward its own
     #: threshold), a delay is kept to be seen and never counts
     kind: Mapped[BounceKind] = mapped_column(StrEnumType(BounceKind), default=BounceKind.HARD)
+    #: forgiven (the address mailed the server again, or the administrator cleared
+    #: it): kept, so counts of bounces only grow, but no longer counted toward a
+    #: suspension
+    cleared_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class MailSuspension(Base):

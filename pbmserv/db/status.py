@@ -95,8 +95,24 @@ class AlertKind(StrEnum):
     QUEUE_LATE = "queue-late"
     #: many bounces in a short time: our mail may be refused as a whole
     BOUNCE_STORM = "bounce-storm"
+    #: a mail to the administrator refused or bounced: alerts do not arrive
+    ADMIN_UNREACHABLE = "admin-unreachable"
     #: the daily report (recorded when sent)
     REPORT = "report"
+
+
+class Resolution(StrEnum):
+    """How an incident ended (``alerts.resolution``)."""
+
+    #: what it was about is over (the failed mail replayed, the queue moving again):
+    #: the administrator is mailed that it is
+    RESOLVED = "resolved"
+    #: nothing new for an hour, though not resolved (``status`` still says what waits)
+    QUIET = "quiet"
+    #: acknowledged by the administrator (``pbmserv alerts ack``)
+    ACKED = "acked"
+    #: ended by ``users clear-bounces --all`` (a bounce storm)
+    CLEARED = "cleared"
 
 
 class TournamentStatus(StrEnum):

@@ -386,10 +386,36 @@ class ExNihilo(Engine[Position, Turn]):
         return Position(pos.side, tuple(cells), 1 - pos.turn)
 
     def outcome(self, pos: Position) -> Outcome | None:
-        if self.turn_status(pos)[0]:
+        has_turn, must_capture = self.turn_status(pos)
+        if has_turn:
             return None
+        player = self.seats[pos.turn]
+        if not must_capture:
+            return Outcome(1 - pos.turn, Termination.NO_MOVES,
+                           f"{player} has no legal turn, because no stack of {player}'s can move")
         return Outcome(1 - pos.turn, Termination.NO_MOVES,
-                       f"{self.seats[pos.turn]} has no legal turn")
+                       f"{player} has no legal turn, because {self.stuck_hostages(pos)}")
+
+    def stuck_hostages(self, pos: Position) -> str:
+        """Why a player who must capture has no turn, in words: capturing is
+        compulsory, and every stack they could capture cannot move as a hostage
+        (a single piece on the edge never can)."""
+        board = pos.board
+        cells = list(pos.cells)
+        colour = COLOURS[pos.turn]
+        flanking = _flanking_steps(cells, board, colour, landings(cells, board, colour))
+        hostages = sorted({c for _, flanked in flanking for c in flanked})
+        names = [board.grid.name(board.grid.cells[c]) for c in hostages]
+        edge = max(board.ring)
+        lone = all(len(cells[c]) == 1 and board.ring[c] == edge for c in hostages)
+        player, enemy = self.seats[pos.turn], self.seats[1 - pos.turn]
+        one = len(names) == 1
+        return (f"capturing is compulsory and {enemy}'s "
+                + (f"stack on {names[0]}, the only one" if one
+                   else f"stacks on {', '.join(names[:-1])} and {names[-1]}, the only ones")
+                + f" {player} could capture, cannot move as "
+                + ("a hostage" if one else "hostages")
+                + (" (a single piece on the edge never can)" if lone else ""))
 
     @staticmethod
     def stack_figures(cells: Sequence[str], board: Board, colour: str) -> tuple[int, int]:

@@ -31,7 +31,7 @@ from pbmserv.mail.headers import MAX_HEADER_VALUE, address_of, header
 from pbmserv.mail.html import html_to_text
 from pbmserv.mail.mailboxes import first_mailbox, raw_header
 from pbmserv.mail.quotes import own_words, quote_intro, without_quoted_html
-from pbmserv.mail.text import clean_text
+from pbmserv.mail.text import clean_text, payload_text
 
 MAX_COMMAND_LINES = 50
 #: multipart and message parts a mail may hold (this bounds how deep they nest)
@@ -63,6 +63,8 @@ _PREFIX = re.compile(
     + r")\.?\s?(?:\[\d{1,6}\]|\(\d{1,6}\)|\^\d{1,6})?\s?[:\uff1a]))+\s*", re.I)
 # the Subject of one of our board mails (after any Re:): not a command, even though
 # "board" is also a verb ("<game> board 101 uid pw move" has three more words)
+#: the most of a body's first line kept to say what was not understood
+MAX_FIRST_LINE = 200
 _BOARD_SUBJECT = re.compile(
     r"(?:(?:new|nag:) )?(\S+(?: \S+)?) board ([0-9]{1,10}):?"
     r"((?: \S+){0,2}| chat from \S+| how to move)", re.I)
@@ -117,6 +119,11 @@ class ParsedMail:
     references: str = ""
     #: (game, board number) when the Subject is that of a board mail, left as it was
     board_reply: tuple[str, int] | None = None
+    #: of which of that board's mails: "chat" (a chat message), "" (a board mail)
+    board_reply_kind: str = ""
+    #: the first line of the body, the writer's own, when it was no command (nor the
+    #: move alone of a reply to a reply address)
+    first_line: str = ""
     #: the TAG of the ``pbmserv+TAG@host`` address the mail was written to, if any
     reply_tag: str | None = None
     #: the bare move of a reply to such an address (its first line, or its Subject)
@@ -545,17 +552,7 @@ def _report_type(msg: Message) -> str:
 
 # -- body text ----------------------------------------------------------------------
 def _part_text(part: Message) -> str:
-    try:
-        payload = part.get_payload(decode=True)
-    except Exception:
-        return ""
-    if not isinstance(payload, bytes):
-        return ""
-    try:
-        charset = part.get_content_charset() or "utf-8"
-        text = payload.decode(charset, "replace")
-    except (LookupError, ValueError):
-        text = payload.decode("utf-8", "replace")
+    text = payload_text(part)
     params = {str(k).lower(): str(v).lower() for k, v in part.get_params(failobj=[]) or []}
     if params.get("format") == "flowed":
         text = _unflow(text, params.get("delsp") == "yes")
@@ -629,6 +626,8 @@ def _find_commands(parsed: ParsedMail, body: str, is_command: Callable[[str], bo
     game = board_subject.group(1).replace(" ", "").lower() if board_subject else ""
     if board_subject is not None and is_command(game) and int(board_subject.group(2)) < 2**31:
         parsed.board_reply = (game, int(board_subject.group(2)))
+        if board_subject.group(3).lower().startswith(" chat from "):
+            parsed.board_reply_kind = "chat"
     elif parsed.subject and is_command(parsed.subject):
         parsed.source = "subject"
         parsed.commands = [parsed.subject]
@@ -643,6 +642,8 @@ def _find_commands(parsed: ParsedMail, body: str, is_command: Callable[[str], bo
                 parsed.commands = [" ".join(line.split())]
                 parsed.comment = comment_text(lines[i + 1 :])
                 return
+            if quote_intro(lines, i) == 0:  # not the client's "On ..., X wrote:"
+                parsed.first_line = line.strip()[:MAX_FIRST_LINE]
             break
     if parsed.subject and parsed.board_reply is None:
         # no command anywhere: report the Subject as the unknown command

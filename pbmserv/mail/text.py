@@ -7,6 +7,7 @@ control characters or lone surrogates in it.
 from __future__ import annotations
 
 import re
+from email.message import Message
 
 # C0 and C1 control characters but tab and newline; DEL; lone surrogates
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -34,3 +35,22 @@ def from_bytes_header(value: str) -> str:
         return value.encode("ascii", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:
         return value
+
+
+def payload_text(part: Message, limit: int | None = None) -> str:
+    """A leaf part's content as text ("" if it has none or cannot be decoded): its
+    transfer encoding undone, then decoded by its charset, UTF-8 if it names none or
+    one Python does not know; bytes that do not decode are replaced.  ``limit``: at
+    most this many bytes of it are read."""
+    try:
+        payload = part.get_payload(decode=True)
+    except Exception:  # a broken encoding: the email package raises what it likes
+        return ""
+    if not isinstance(payload, bytes):
+        return ""
+    if limit is not None:
+        payload = payload[:limit]
+    try:
+        return payload.decode(part.get_content_charset() or "utf-8", "replace")
+    except (LookupError, ValueError):
+        return payload.decode("utf-8", "replace")

@@ -90,8 +90,11 @@ class Notifier:
     def __init__(self, session: Session, settings: Settings, *, inbound_id: int | None = None,
                  skip_addresses: Collection[str] = (),
                  scrub: Callable[[str], str] = lambda text: text,
-                 cause: str | None = None) -> None:
+                 cause: str | None = None, asked: bool = False) -> None:
         self.session = session
+        #: the events answer the players' own moves (a bot's move): their board mails
+        #: to the board's players are never held by the hourly limits
+        self.asked = asked
         self.settings = settings
         self.inbound_id = inbound_id
         #: the key of the sender whose mail caused the events: a board its challenge
@@ -117,13 +120,14 @@ class Notifier:
 
     def _send(self, user: User, subject: str, body: str, *,
               reply_to: str | None = None, html: str | None = None,
-              listed: tuple[str, str] | None = None, unasked: bool = False) -> None:
+              listed: tuple[str, str] | None = None, unasked: bool = False,
+              asked: bool = False) -> None:
         if user.confirmed_at is None:  # nothing but its confirmation goes to that address
             return
         queue_mail(self.session, self.settings, to=user.email, subject=self.scrub(subject),
                    body=self.scrub(body), inbound_id=self.inbound_id, reply_to=reply_to,
                    html=None if html is None else self.scrub(html), listed=listed,
-                   cause=self.cause if unasked else None)
+                   cause=self.cause if unasked else None, asked=asked)
         self.queued += 1
 
     def reply_address(self, board: Board, user: User) -> str | None:
@@ -151,15 +155,17 @@ class Notifier:
         return compose(self, sections, reader=reader, **context)
 
     def send_reply(self, reply: Reply, *, to: str, in_reply_to: str | None, secret: bool,
-                   kind: AnswerKind | None) -> None:
+                   kind: AnswerKind | None, asked: bool = False) -> None:
         """Queue the reply (``reply``) to the mail that caused it all, to ``to``: text
         only (the reply to one's own command is on the hot path of every move, and an
         HTML part there cost 15 % of the moves a second: docs/benchmarks.md).
         ``secret``: it carries a live code; ``kind``: counted as a refusal or a
-        stranger's answer."""
+        stranger's answer; ``asked``: it answers a player's own command that proved
+        their account (never held by the hourly limits)."""
         queue_mail(self.session, self.settings, to=to, subject=self.scrub(reply.subject),
                    body=self.scrub(reply.body), inbound_id=self.inbound_id,
-                   in_reply_to=in_reply_to, reply_to=reply.reply_to, secret=secret, kind=kind)
+                   in_reply_to=in_reply_to, reply_to=reply.reply_to, secret=secret, kind=kind,
+                   asked=asked)
 
     def notify(self, events: Iterable[Event]) -> int:
         """Queue every mail the events call for; returns how many were queued."""
@@ -264,7 +270,7 @@ class Notifier:
                 self.session, self.settings, SPECTATOR if why == "watch" else NOTIFY, user,
                 engine, board)
             self._send(user, subject, body, reply_to=reply_to, html=html, listed=listed,
-                       unasked=challenged)
+                       unasked=challenged, asked=self.asked and user.id in playing)
 
     def _drawn(self, subject: str, body: str, view: BoardView,
                link: str | None = None) -> str | None:
@@ -307,17 +313,26 @@ class Notifier:
         readers = [u for u in self._watchers(board, finished=False)
                    if u.id != writer.id]  # a spectator may leave the board's chat too
         choices = self.choices(readers)
-        said: dict[str | None, tuple[str, str]] = {}  # by language
+        said: dict[str | None, tuple[str, str]] = {}  # the players' mail, by language
         for user in readers:
             language = choices[user.id].language if user.id in choices else None
-            if language not in said:
-                with speaking(language):
+            with speaking(language):
+                if language not in said:
                     said[language] = (
                         render("subjects/chat.txt.j2", engine=engine, board=board,
                                userid=writer.userid).strip(),
                         render("chat.txt.j2", engine=engine, board=board,
                                userid=writer.userid, text=event.text,
                                status=status_line(engine, board)))
-            listed = None if user.id in playing else list_fields(
-                self.session, self.settings, SPECTATOR, user, engine, board)
-            self._send(user, *said[language], listed=listed)
+                subject, body = said[language]
+                if user.id in playing:
+                    self._send(user, subject, body)
+                    continue
+                # a spectator is told why they get it, and how to stop it
+                watched = {"title": engine.title, "game": engine.name, "number": board.number}
+                self._send(user, subject, render(
+                    "chat.txt.j2", engine=engine, board=board, userid=writer.userid,
+                    text=event.text, status=status_line(engine, board), why="watch",
+                    watched=watched, reader=user.userid),
+                    listed=list_fields(self.session, self.settings, SPECTATOR, user, engine,
+                                       board))

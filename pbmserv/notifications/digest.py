@@ -10,11 +10,13 @@ twice.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board, BoardEvent, BoardPlayer, User
 from pbmserv.db.status import BoardStatus
 from pbmserv.games import AnyEngine
@@ -22,6 +24,7 @@ from pbmserv.notifications.lists import DIGEST, list_fields
 from pbmserv.notifications.notes import comments_of, notes_of
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.notifications.views import board_summary, status_line
+from pbmserv.reads.turns import Turn, turns_of
 from pbmserv.render import render
 from pbmserv.service.boards import engine_of, player_of
 from pbmserv.service.events import (
@@ -50,6 +53,8 @@ class BoardNews:
     news: bool = False
     #: the id of the user who played the last move seen
     last_mover: int | None = None
+    #: the board waits for the reader's move: since when, until when (reads.turns)
+    turn: Turn | None = None
 
 
 def _tell(item: BoardNews, user: User, events: list[Event]) -> None:
@@ -78,7 +83,7 @@ def _tell(item: BoardNews, user: User, events: list[Event]) -> None:
 
 
 def digest(session: Session, user: User, since: int, upto: int,
-           name: str = "pbmserv") -> tuple[str, str] | None:
+           name: str = "pbmserv", now: datetime | None = None) -> tuple[str, str] | None:
     """(subject, body) of the user's digest of events ``since`` < id <= ``upto``, or
     None when there is nothing to tell: no board waits for their move and nothing
     they did not do themselves happened on the boards they play."""
@@ -105,12 +110,14 @@ def digest(session: Session, user: User, since: int, upto: int,
         group.append(event)
     if group:
         _tell(news[group[0].board_id or 0], user, group)
-    waiting = [b for b in boards.values() if b.status is BoardStatus.ACTIVE
-               and player_of(b, b.to_move).id == user.id]
-    for board in waiting:
-        news.setdefault(board.id, BoardNews(engine_of(board), board))
+    # the boards waiting for the player's move, the longest waiting first: the list
+    # 'turns' mails and the web player page shows
+    waiting = turns_of(session, user, now or utcnow()).turns
+    for turn in waiting:
+        item = news.setdefault(turn.board.id, BoardNews(turn.engine, turn.board))
+        item.turn = turn
     ended = [n for n in news.values() if n.board.finished and n.news]
-    to_move = [news[b.id] for b in sorted(waiting, key=lambda b: (b.game, b.number))]
+    to_move = [news[t.board.id] for t in waiting]
     if not to_move and not ended:
         return None
     for item in [*to_move, *ended]:
@@ -123,10 +130,10 @@ def digest(session: Session, user: User, since: int, upto: int,
 
 
 def mail_digest(session: Session, settings: Settings, user: User, since: int,
-                upto: int) -> bool:
+                upto: int, now: datetime | None = None) -> bool:
     """Queue the user's digest of events ``since`` < id <= ``upto`` (a list mail, with
     its unsubscribe link); False when there was nothing to tell (see ``digest``)."""
-    mail = digest(session, user, since, upto, settings.server_name)
+    mail = digest(session, user, since, upto, settings.server_name, now)
     if mail is None:
         return False
     queue_mail(session, settings, to=user.email, subject=mail[0], body=mail[1],

@@ -10,10 +10,14 @@ from sqlalchemy.orm import Session
 
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import OutboxMessage
+from pbmserv.db.models import Board, OutboxMessage, User
 from pbmserv.db.status import OutboxStatus
+from pbmserv.mail.addresses import marked_tag, tag_of
 from pbmserv.notifications.outbox import HOUR, OUTBOX_INSERT, new_message_id
+from pbmserv.notifications.views import status_line
 from pbmserv.render import render
+from pbmserv.service.boards import engine_of, open_request_id
+from pbmserv.service.reply_tokens import read_token, server_secret
 
 #: the most held mails folded into one mail (more: the rest in the next one)
 FOLD_MOST = 50
@@ -31,9 +35,11 @@ def fold_held(session: Session, settings: Settings, now: datetime | None = None)
     by_address: dict[str, list[OutboxMessage]] = {}
     for mail in held:
         by_address.setdefault(mail.to_key, []).append(mail)
+    secret = server_secret(session, settings.secret)
     for key, mails in by_address.items():
         folded, later = mails[:FOLD_MOST], mails[FOLD_MOST:]
-        body = render("held.txt.j2", mails=folded, settings=settings)
+        body = render("held.txt.j2", mails=folded, settings=settings,
+                      stale=[out_of_date(session, settings, secret, m) for m in folded])
         session.execute(OUTBOX_INSERT, {
             "created_at": now, "message_id": new_message_id(settings),
             # to the address of the newest of them (a +tag of the mailbox, maybe)
@@ -48,3 +54,33 @@ def fold_held(session: Session, settings: Settings, now: datetime | None = None)
         for mail in later:
             mail.next_attempt_at = now + HOUR
     return len(by_address)
+
+
+def out_of_date(session: Session, settings: Settings, secret: bytes,
+                mail: OutboxMessage) -> str:
+    """How the board a held mail asked its reader to move on (or to answer on)
+    stands now, if it moved on since the mail was made: the mail's board and reply
+    address are out of date; "" if it did not, or the mail asked nothing."""
+    tag = None
+    if mail.reply_to:
+        tag = tag_of(mail.reply_to, settings.addresses) or marked_tag(mail.reply_to)
+
+    def changes(user_id: int) -> int:
+        user = session.get(User, user_id)
+        return 0 if user is None else user.credential_changes
+
+    token = None if not tag else read_token(secret, tag, changes)
+    if token is None:
+        # a reply address a new password revoked, or none: nothing to say
+        return ""
+    board = session.get(Board, token.board_id)
+    if board is None:
+        return ""
+    current = (not board.finished and board.takebacks == token.takebacks
+               and board.ply + 1 == token.ply
+               and (not token.request or open_request_id(session, board) == token.request))
+    if current:
+        return ""
+    engine = engine_of(board)
+    return render("held_stale.txt.j2", engine=engine, board=board,
+                  status=status_line(engine, board)).strip()

@@ -83,8 +83,10 @@ def notes_of(board: Board, events: Iterable[Event]) -> list[Note]:
                               subject_id=user.id))
         elif isinstance(e, RequestMade):
             user = _seat_user(board, e.seat)
-            notes.append(Note("request-made", {"userid": user.userid, "request": e.request},
-                              subject_id=user.id, actor_id=user.id))
+            notes.append(Note("request-made", {
+                "userid": user.userid, "request": e.request, "answer_too": e.answer_too,
+                "answerer": _seat_user(board, 1 - e.seat).userid},
+                subject_id=user.id, actor_id=user.id))
         elif isinstance(e, RequestAnswered):
             asker, answerer = _seat_user(board, e.seat), _seat_user(board, e.by)
             notes.append(Note("request-answered", {

@@ -24,7 +24,7 @@ from types import SimpleNamespace
 from typing import Any, TypeVar, cast
 
 from markupsafe import Markup
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, inspect, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.base import utcnow
@@ -34,8 +34,8 @@ from pbmserv.games import AnyEngine
 from pbmserv.games.base import Termination
 from pbmserv.i18n import spoken
 from pbmserv.notifications.drawing import drawn_html
+from pbmserv.reads import clocks
 from pbmserv.render import render, render_mail_html
-from pbmserv.service import clock
 from pbmserv.service.boards import player_of, position_at, position_of, subscribers
 from pbmserv.service.ratings import change_lines
 
@@ -55,6 +55,8 @@ _MOVES = (select(Move.ply, Move.notation, Move.created_at)
 _LAST = select(Move.created_at).where(Move.board_id == bindparam("board"),
                                       Move.ply == bindparam("ply"))
 
+#: the board's own values (what a status line may say of it)
+_BOARD_COLUMNS = inspect(Board).column_attrs
 #: a seat's name, its player's userid and the seconds they have used
 Seat = tuple[str, str, int]
 T = TypeVar("T")
@@ -78,7 +80,7 @@ class BoardView:
     last_move_at: datetime | None
     nag_days: int
     forfeit_days: int
-    #: when the clock of the player to move runs out (service.clock.deadline; None: no
+    #: when the clock of the player to move runs out (reads.clocks.clock_of; None: no
     #: clock runs), and whether they took the board up (if not, it ends with no result)
     deadline: datetime | None
     taken_up: bool
@@ -136,9 +138,9 @@ def board_view(session: Session, engine: AnyEngine, board: Board, *,
     session.flush()  # the newest move belongs in the list
     watchers = tuple(u.userid for u in subscribers(session, board))
     now = utcnow()
-    vacations = {} if board.finished else clock.away(session, board, now)
-    away = tuple((p.user.userid, vacations[p.user_id]) for p in board.players
-                 if p.user_id in vacations)
+    clock = clocks.clock_of(session, board, now)
+    away = tuple((p.user.userid, clock.away[p.user_id]) for p in board.players
+                 if p.user_id in clock.away)
     key = (board.ply, board.status, board.request_kind, board.request_by, board.updated_at,
            watchers, away)
     views: dict[tuple[int, bool, int | None], tuple[Any, BoardView]] = \
@@ -169,7 +171,7 @@ def board_view(session: Session, engine: AnyEngine, board: Board, *,
         options=board.options, ply=board.ply, finished=board.finished,
         created_at=board.created_at, last_move_at=last_move_at,
         nag_days=board.nag_days, forfeit_days=board.forfeit_days,
-        deadline=clock.deadline(session, board, now),
+        deadline=clock.deadline,
         taken_up=mover is None or all(p.accepted_at is not None for p in board.players
                                       if p.user_id == mover.id),
         away=away, players=players,
@@ -244,12 +246,11 @@ def _status(said: dict[str, Any]) -> str:
 
 
 def _kept(said: dict[str, Any]) -> dict[str, Any]:
-    """``status_context`` with the board's values it reads copied: a view's status
-    said later, in another language, says what was so when the view was made."""
+    """``status_context`` with the board's columns copied: a view's status said later,
+    in another language, says what was so when the view was made."""
     board = said["board"]
     return {**said, "board": SimpleNamespace(
-        to_move=board.to_move, ply=board.ply, request_kind=board.request_kind,
-        winner=board.winner, result=board.result, termination=board.termination)}
+        **{column.key: getattr(board, column.key) for column in _BOARD_COLUMNS})}
 
 
 def status_context(engine: AnyEngine, board: Board) -> dict[str, Any]:

@@ -17,8 +17,17 @@ from sqlalchemy.orm import Session
 from pbmserv.bounces.handling import handle_bounce
 from pbmserv.bounces.scoring import resume
 from pbmserv.commands import REGISTRY, lookup
-from pbmserv.commands.base import MASK, Command, Context, Invocation, Result, mask_words
+from pbmserv.commands.args import shown
+from pbmserv.commands.base import (
+    MASK,
+    Command,
+    Context,
+    Invocation,
+    Result,
+    mask_words,
+)
 from pbmserv.commands.play import reply_move
+from pbmserv.commands.registry import is_command
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board
@@ -146,6 +155,8 @@ def run_line(ctx: Context, line: str, *, proving: bool = False) -> Section:
             quoted = quote_head(line, stranger=True)
             head = 2 if inv is not None and inv.game is not None else 1
             hidden = set(line.split()[head if inv is not None else 0:])
+            if exc.owner is not None and exc.owner[1] == ctx.sender.lower():
+                hidden.discard(exc.owner[0])  # their own userid, to their own address
         elif (cmd is not None and inv is not None and not exc.verb_only
               and (ctx.logins > logins_before or not cmd.secrets(inv))):
             quoted = cmd.masked(inv)  # its words were in order: the password is masked
@@ -192,16 +203,22 @@ def run_reply(ctx: Context, tag: str, move: str) -> Section:
 
 
 def board_reply_section(ctx: Context, game: str, number: int, *,
-                        by_reply: bool = False) -> Section:
+                        by_reply: bool = False, kind: str = "",
+                        first_line: str = "") -> Section:
     """A reply to a board mail whose Subject was left as it was, with no command in
     the body: how to answer with a move (``by_reply``: it came to a move-by-reply
-    address, where the move alone will do), and the board."""
+    address, where the move alone will do), and the board.  ``kind``: "chat" for a
+    reply to a chat message (how to answer in the chat, too); ``first_line``: the
+    body's first line, which was no command (its first word is quoted)."""
     engine = get_engine(game)
     assert engine is not None
     board = ctx.session.scalar(select(Board).where(Board.game == engine.name,
                                                    Board.number == number))
     subject = f"{engine.title} Board {number}: how to move"
-    said = {"number": number, "by_reply": by_reply}
+    words = first_line.split()
+    said = {"number": number, "by_reply": by_reply, "chat": kind == "chat",
+            # its first word only: any other may be a password
+            "first_word": shown(words[0]) if words else "", "more": len(words) > 1}
     if board is None:
         return Section("", False, render("board_reply.txt.j2", engine=engine, board=None,
                                          summary=None, **said), subject)
@@ -249,7 +266,7 @@ def _handle(session: Session, settings: Settings, inbound_id: int,
     now = utcnow()
     ctx = Context(session, settings, sender=mail.reply_to, service=GameService(session),
                   commands=REGISTRY, inbound_id=inbound_id, reply_tag=mail.reply_tag,
-                  language=mail.language,
+                  named_reply_to=mail.named_reply_to, language=mail.language,
                   raw_comment=mail.comment if mail.source != "multiple" else "",
                   others=MailsToOthers(address_key(mail.reply_to),
                                        settings.mails_to_others_per_mail,
@@ -281,6 +298,10 @@ def _handle(session: Session, settings: Settings, inbound_id: int,
         sections = [welcome_section(ctx)]
     elif mail.reply_tag and mail.reply_move:
         sections = [run_reply(ctx, mail.reply_tag, mail.reply_move)]
+    elif our_mail_replied(settings, mail):
+        sections = [Section("", False, render(
+            "ours_reply.txt.j2", settings=settings, digest="digest" in mail.subject.lower()),
+            our_subject(settings, "no command found"))]
     else:
         sections = []
         for line in mail.commands:
@@ -295,7 +316,9 @@ def _handle(session: Session, settings: Settings, inbound_id: int,
         return InboundStatus.IGNORED
     if mail.board_reply is not None and not sections:
         sections = [board_reply_section(ctx, *mail.board_reply,
-                                        by_reply=mail.reply_tag is not None)]
+                                        by_reply=mail.reply_tag is not None,
+                                        kind=mail.board_reply_kind,
+                                        first_line=mail.first_line)]
     if not sections:
         sections = [Section("", False, render("no_command.txt.j2"),
                             our_subject(settings, "no command found"))]
@@ -333,7 +356,9 @@ def _handle(session: Session, settings: Settings, inbound_id: int,
                            via_list=mail.via_list,
                            password_seen=listed and bool(ctx.passwords))
     notifier.send_reply(reply, to=answer_to, in_reply_to=mail.message_id,
-                        secret=ctx.secret_reply, kind=kind)
+                        secret=ctx.secret_reply, kind=kind,
+                        # a player's own command, proved from their account's address
+                        asked=address_key(answer_to) in ctx.proved)
     queued = 1 + notifier.notify(ctx.service.events)
     # what was asked is logged by verb only: command lines may hold passwords
     log.info("message %s from %s: %s; %d mail(s) queued%s", inbound_id, answer_to,
@@ -342,6 +367,17 @@ def _handle(session: Session, settings: Settings, inbound_id: int,
              f"; it came through a mailing list ({mail.via_list}): answered to the "
              "account's address alone" if listed else "")
     return InboundStatus.DONE
+
+
+def our_mail_replied(settings: Settings, mail: ParsedMail) -> bool:
+    """Whether the mail is a reply to one of the server's own mails (a digest, a
+    notice: their Subjects begin with its name) with no command in it."""
+    if mail.source != "subject" or mail.commands != [mail.subject]:
+        return False
+    name = settings.server_name.lower()
+    subject = mail.subject.lower()
+    return subject.startswith(name) and subject[len(name):len(name) + 1] in (":", " ") \
+        and not is_command(mail.subject)
 
 
 def _stranger_now(ctx: Context) -> bool:

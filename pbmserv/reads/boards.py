@@ -3,6 +3,8 @@ ones, a player's boards of a game."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -55,8 +57,16 @@ def boards_of_user(session: Session, game: str, user_id: int, which: str,
 
 def tournament_of(session: Session, board: Board) -> tuple[str, int] | None:
     """(tournament name, round) of a tournament's board."""
-    row = session.execute(
-        select(Tournament.name, TournamentGame.round)
+    return rounds_of(session, [board.id]).get(board.id)
+
+
+def rounds_of(session: Session, board_ids: Sequence[int]) -> dict[int, tuple[str, int]]:
+    """The tournament and round of each of the boards that is a tournament's."""
+    if not board_ids:
+        return {}
+    rows = session.execute(
+        select(TournamentGame.board_id, Tournament.name, TournamentGame.round)
         .join(Tournament, Tournament.id == TournamentGame.tournament_id)
-        .where(TournamentGame.board_id == board.id)).tuples().first()
-    return None if row is None else (row[0], row[1])
+        .where(TournamentGame.board_id.in_(list(board_ids)))).tuples()
+    return {board_id: (name, round_) for board_id, name, round_ in rows
+            if board_id is not None}

@@ -76,3 +76,13 @@ def sent_since(session: Session, since: datetime) -> int:
     return session.scalar(select(func.count()).select_from(OutboxMessage)
                           .where(OutboxMessage.status == OutboxStatus.SENT,
                                  OutboxMessage.sent_at > since)) or 0
+
+
+def pending_since(session: Session, before: datetime) -> tuple[int, str | None]:
+    """Outgoing mails pending that were queued before ``before``, and a last error of
+    theirs (None if none has one)."""
+    count, error = session.execute(
+        select(func.count(), func.max(OutboxMessage.last_error)).where(
+            OutboxMessage.status == OutboxStatus.PENDING,
+            OutboxMessage.created_at < before)).one()
+    return int(count or 0), error

@@ -1,8 +1,10 @@
 """What a refusal does beyond marking the mail: a 5xx about the address counts as a
 bounce of it (pbmserv.bounces.scoring: hard for a dead address, soft for a full
 mailbox), any other refusal for good opens an incident for the administrator
-(pbmserv.service.incidents).  Each runs in the transaction that
-records the mail's result."""
+(pbmserv.service.incidents).  A mail to the administrator is neither: its refusal
+opens an incident of its own (``incidents.admin_unreachable``), so an alert that
+cannot arrive never suspends the address nor mails the administrator again.  Each
+runs in the transaction that records the mail's result."""
 
 from __future__ import annotations
 
@@ -34,6 +36,9 @@ def failed_for_good(settings: Settings, row: OutboxMail,
     to, number = row.to_addr, row.id
 
     def after(session: Session) -> None:
+        if incidents.is_admin_mail(session, number):
+            incidents.admin_unreachable(session, number, to, why, utcnow())
+            return
         incidents.record(session, AlertKind.OUTBOX_FAILED,
                          f"outbox {number} to {to}: {why}", utcnow(), item=str(number))
     return after
@@ -52,6 +57,10 @@ def refused(settings: Settings, row: OutboxMail,
 
     def count(session: Session) -> None:
         now = utcnow()
+        if incidents.is_admin_mail(session, number):
+            incidents.admin_unreachable(session, number, to, f"the relay answered {text}",
+                                        now)
+            return
         counted = record_bounce(session, settings, to, now, source="relay", kind=kind,
                                 status=status, detail=f"the relay answered {text}",
                                 outbox_id=number)

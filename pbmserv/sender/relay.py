@@ -260,6 +260,27 @@ class RelayConnection:
                 raise RelayDown(_why(exc)) from None
             return None
 
+    def try_recipient(self, sender: str, recipient: str) -> str | None:
+        """Open the session, give ``sender`` and ``recipient`` (MAIL FROM, RCPT TO) and
+        take them back (RSET): None if the relay takes mail for the recipient, else
+        its answer (to the sender's MAIL FROM, if that was refused).  Raises RelayDown
+        if the session cannot be had."""
+        with self:
+            smtp = self._open()
+            try:
+                code, text = smtp.mail(sender)
+                if code != 250:
+                    return f"{code} {answer_text(text)} (to MAIL FROM:<{sender}>)"
+                code, text = smtp.rcpt(recipient)
+                smtp.rset()
+                if code not in (250, 251):
+                    return f"{code} {answer_text(text)}"
+            except smtplib.SMTPException as exc:
+                raise RelayDown(_why(exc)) from None
+            except OSError as exc:
+                raise RelayDown(_why(exc)) from None
+            return None
+
     def close(self) -> None:
         smtp, self._smtp = self._smtp, None
         if smtp is not None:

@@ -76,6 +76,14 @@ def has_account(session: Session, address: str) -> bool:
                           .limit(1)) is not None
 
 
+def accounts_at(session: Session, address: str) -> list[User]:
+    """The open, confirmed accounts whose mail goes to ``address`` (one, mostly)."""
+    return list(session.scalars(
+        select(User).where(User.email == address.lower(), User.closed_at.is_(None),
+                           User.confirmed_at.is_not(None), User.bot.is_(None))
+        .order_by(User.key)))
+
+
 def existing_user(session: Session, userid: str) -> User:
     user = find_user(session, userid) if USERID_RE.match(userid) else None
     if user is None:
@@ -148,7 +156,7 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
     if user is not None and user.disabled_at is not None:
         raise PlayerError(disabled_message(user))
     if user is not None and not is_confirmed(user):
-        raise PlayerError(not_confirmed_message(user))
+        raise PlayerError(not_confirmed_message(user), owner=(user.userid, user.email))
     if user is None or not check_password(user.password_hash, password):
         # neither word is quoted: in a command written out of order either may be
         # the password
@@ -217,7 +225,7 @@ def check_enabled(user: User) -> User:
     if user.disabled_at is not None:
         raise PlayerError(disabled_message(user))
     if not is_confirmed(user):
-        raise PlayerError(not_confirmed_message(user))
+        raise PlayerError(not_confirmed_message(user), owner=(user.userid, user.email))
     return user
 
 
@@ -339,7 +347,11 @@ def close_account(session: Session, user: User, now: datetime | None = None) -> 
     active = active_boards(session, user)
     if active:
         names = ", ".join(f"{g} {n}" for g, n in active)
-        raise PlayerError(f"{user.userid} still plays {names}; finish or resign them first")
+        game, number = active[0]
+        raise PlayerError(
+            f"{user.userid} still plays {names}; finish or resign them first (to resign "
+            f"one: {game} resign {number} {user.userid} <password>; a board you have not "
+            f"moved on yet: {game} decline {number} {user.userid} <password>)")
     for seek in session.scalars(select(Seek).where(Seek.user_id == user.id,
                                                    Seek.status == SeekStatus.OPEN)):
         seek.status = SeekStatus.WITHDRAWN

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
@@ -40,6 +41,8 @@ from pbmserv.service.boards import load_board
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import GameService, board_engine
 from pbmserv.service.resets import forget
+
+Row = TypeVar("Row")
 
 ABANDONED = "abandoned by the administrator"
 ADJUDICATED = "adjudicated by the administrator"
@@ -210,10 +213,7 @@ def inbox(session: Session, status: InboundStatus | None = None, address: str | 
 
 def inbound(session: Session, message_id: int) -> InboundMessage:
     """One stored incoming mail; PlayerError if there is none of that number."""
-    found = session.get(InboundMessage, message_id)
-    if found is None:
-        raise PlayerError(f"no stored message {message_id}")
-    return found
+    return _found(session.get(InboundMessage, message_id), f"no stored message {message_id}")
 
 
 def outbox(session: Session, status: OutboxStatus, address: str | None = None,
@@ -229,7 +229,11 @@ def outbox(session: Session, status: OutboxStatus, address: str | None = None,
 
 def outgoing(session: Session, outbox_id: int) -> OutboxMessage:
     """One outgoing mail; PlayerError if there is none of that number."""
-    found = session.get(OutboxMessage, outbox_id)
-    if found is None:
-        raise PlayerError(f"there is no outgoing mail {outbox_id}")
-    return found
+    return _found(session.get(OutboxMessage, outbox_id),
+                  f"there is no outgoing mail {outbox_id}")
+
+
+def _found(row: Row | None, missing: str) -> Row:
+    if row is None:
+        raise PlayerError(missing)
+    return row

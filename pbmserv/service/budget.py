@@ -33,6 +33,8 @@ HISTORY_COST = 200
 #: server's finished boards (some 20 ms each with 2,000 of them)
 STANDINGS_COST = 200
 RATINGS_COST = 200
+#: the boards waiting for a player's move: up to 100, each with its clock and last move
+TURNS_COST = 200
 #: moves of a record written for one unit (text or JSON, with times and comments)
 RECORD_MOVES_PER_UNIT = 2
 #: moves of a board's move list written for one unit ('show' with every move)

@@ -13,7 +13,7 @@ class PlayerError(Exception):
 
     def __init__(self, message: str, *, usage: bool = False, board: Board | None = None,
                  hint: str | None = None, failed_keys: tuple[str, ...] = (),
-                 verb_only: bool = False) -> None:
+                 verb_only: bool = False, owner: tuple[str, str] | None = None) -> None:
         super().__init__(message)
         self.message = message
         #: show the command's usage line with the error
@@ -26,3 +26,6 @@ class PlayerError(Exception):
         #: the words after the verb were not understood (too many, too few, or not of
         #: the kind asked for): any of them may be a password, so quote only the verb
         self.verb_only = verb_only
+        #: (userid, address) of the account the message names: to its own address the
+        #: userid is quoted even where every other word of the line is hidden
+        self.owner = owner

@@ -60,6 +60,9 @@ class RequestMade(Event):
     request: RequestKind
     seat: int
     comment: str | None = None
+    #: an undo asked for when the opponent has answered the asker's last move: both
+    #: moves go back if it is accepted
+    answer_too: bool = False
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from pbmserv.db.status import BoardStatus, RequestKind, SeekStatus
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.games.base import Outcome, RuleError, Termination
 from pbmserv.i18n import N_
+from pbmserv.reads import clocks
 from pbmserv.service import clock
 from pbmserv.service.boards import (
     acting_seat,
@@ -301,7 +302,7 @@ class GameService:
     def _apply(self, board: Board, engine: AnyEngine, position: Any, notation: str,
                comment: str | None, *, automatic: bool) -> None:
         seat = board.to_move
-        used = clock.idle(self.session, board, self.now)
+        used = clocks.idle(self.session, board, self.now)
         used_seconds = int(used.total_seconds())
         serialized = engine.serialize(position)
         kept = checkpoint(board.ply + 1)
@@ -392,8 +393,10 @@ class GameService:
                     raise PlayerError(N_("you may take back your own last move only (with the "
                                       "answer to it, if your opponent has answered)"),
                                       board=board)
+        # an undo on one's own turn takes back the opponent's answer too
+        answer_too = kind is RequestKind.UNDO and board.to_move == seat
         board.request_kind, board.request_by = kind, seat
-        self._record(RequestMade(board.id, kind, seat, comment or None))
+        self._record(RequestMade(board.id, kind, seat, comment or None, answer_too))
         answerer = player_of(board, 1 - seat)
         bot = get_bot(answerer.bot) if answerer.bot is not None else None
         if kind is RequestKind.UNDO and bot is not None:
@@ -587,11 +590,11 @@ class GameService:
         if player_of(board, board.to_move).bot is not None:  # bots never time out
             board.clock_due_at = clock.first_deadline(board, self.now)
             return
-        waited = clock.idle(self.session, board, self.now)
-        if waited >= board.forfeit_days * clock.DAY:
+        waited = clocks.idle(self.session, board, self.now)
+        if waited >= board.forfeit_days * clocks.DAY:
             loser = player_of(board, board.to_move)
             # the days as the player lived them: those on vacation said apart
-            away = round((self.now - board.turn_started_at - waited) / clock.DAY)
+            away = round((self.now - board.turn_started_at - waited) / clocks.DAY)
             days = (f"{board.forfeit_days + away} days ({away} of them on vacation, which "
                     "the clock does not count)" if away else f"{board.forfeit_days} days")
             if not self.taken_up(board, loser):  # nobody loses a board they never took up
@@ -604,11 +607,11 @@ class GameService:
             self.finish(board, Outcome(1 - board.to_move, Termination.TIME,
                                        f"{loser.userid} did not move for {days}"))
             return
-        due_nags = min(int(waited / (board.nag_days * clock.DAY)),
+        due_nags = min(int(waited / (board.nag_days * clocks.DAY)),
                        math.ceil(board.forfeit_days / board.nag_days) - 1)
         if due_nags > board.nags_sent:
             board.nags_sent = due_nags
-            self._record(NagDue(board.id, board.to_move, int(waited / clock.DAY),
+            self._record(NagDue(board.id, board.to_move, int(waited / clocks.DAY),
                                 board.forfeit_days))
         clock.schedule(self.session, board, self.now)
 
@@ -631,7 +634,7 @@ class GameService:
     # -- vacations --------------------------------------------------------------------------
     def vacation(self, user: User, days: int | None) -> Vacation | None:
         """Stop the user's clocks for ``days`` from now (None: end a vacation now)."""
-        current = clock.current_vacation(self.session, user.id, self.now)
+        current = clocks.current_vacation(self.session, user.id, self.now)
         if days is None:
             if current is None:
                 raise PlayerError(f"{user.userid} is not on vacation")
@@ -640,9 +643,9 @@ class GameService:
             return None
         if days < 1:
             raise PlayerError(N_("a vacation is at least one day"))
-        taken = clock.days_taken(self.session, user.id, self.now)
+        taken = clocks.days_taken(self.session, user.id, self.now)
         if current is not None:  # a new length replaces the rest of the current one
-            taken -= (current.ends_at - self.now) / clock.DAY
+            taken -= (current.ends_at - self.now) / clocks.DAY
         left = clock.VACATION_DAYS_PER_YEAR - taken
         if days > left + 1e-9:
             raise PlayerError(f"{user.userid} has {max(round(left), 0)} vacation day(s) left "

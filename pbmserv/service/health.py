@@ -5,7 +5,9 @@ Unhealthy: the database cannot be read or its schema is not this code's; stored 
 waits longer than ``inbox_late``; outgoing mail is due for longer than
 ``outbox_late``; the IMAP reader cannot read its mailbox, or its heartbeat stopped
 (``serve`` is not running, or its reader thread is stuck); the relay has refused or
-deferred every mail it was given for longer than ``health_mail_age``.  Failed mail
+deferred every mail it was given for longer than ``health_mail_age``, or outgoing
+mail has waited longer than that (a relay that does not answer, a 4xx that goes on)
+unless a ``daily_send_limit`` holds it.  Failed mail
 and a bounce storm need a person, not a restart (``attention``).
 """
 
@@ -22,7 +24,7 @@ from pbmserv.db.models import ImapState, RelayState
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.db.status import AlertKind, InboundStatus, OutboxStatus
-from pbmserv.reads.queues import due_by, queues, sent_since
+from pbmserv.reads.queues import due_by, pending_since, queues, sent_since
 from pbmserv.render import duration
 from pbmserv.service import incidents
 
@@ -122,9 +124,11 @@ def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta =
         pending, oldest_out = state.pending, state.oldest_pending
         overdue = due_by(session, now - outbox_late)
         failed_out = state.outbox[OutboxStatus.FAILED]
+        stale, stale_error = pending_since(session, now - mail_age)
         counts = problem_counts(session, now)
-        storms = [a for a in incidents.open_alerts(session)
-                  if a.kind == AlertKind.BOUNCE_STORM]
+        open_alerts = incidents.open_alerts(session)
+        storms = [a for a in open_alerts if a.kind == AlertKind.BOUNCE_STORM]
+        unreachable = [a for a in open_alerts if a.kind == AlertKind.ADMIN_UNREACHABLE]
         imap = None if mailbox is None else session.get(ImapState, mailbox)
         relay_row = None if relay is None else session.get(RelayState, relay)
         sent_today = 0 if not daily_send_limit else sent_since(
@@ -149,6 +153,12 @@ def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta =
         result.attention.append(f"{failed_out} outgoing mail(s) refused for good: 'pbmserv "
                                 "outbox list --status failed', then 'pbmserv outbox retry "
                                 "--all' or 'pbmserv outbox discard ID'")
+    for alert in unreachable:
+        result.attention.append(
+            f"the administrator cannot be reached: mail to the admin address was refused "
+            f"or bounced since {alert.opened_at:%Y-%m-%d %H:%M} UTC ({alert.last_detail}); "
+            f"'pbmserv alerts show {alert.id}', 'pbmserv config check', then 'pbmserv outbox "
+            "retry --all'")
     for storm in storms:
         result.attention.append(f"a bounce storm since {storm.opened_at:%Y-%m-%d %H:%M} UTC "
                                 f"({storm.count} bounces): 'pbmserv users bounces'")
@@ -160,6 +170,13 @@ def status(db: Database, now: datetime | None = None, *, inbox_late: timedelta =
     result.problems.extend(imap_problems)
     if relay_problem:
         result.problems.append(relay_problem)
+    if stale and not capped and not relay_problem and not result.overdue:
+        result.problems.append(
+            f"outgoing mail waits: {stale} mail(s) made more than "
+            f"{int(mail_age.total_seconds())} s ago (health_mail_age) not sent yet, the "
+            f"oldest since {oldest_out:%Y-%m-%d %H:%M} UTC"
+            + (f"; a last error: {' '.join(stale_error.split())[:300]}" if stale_error else "")
+            + " ('pbmserv outbox list')")
     if result.overdue and not capped:
         result.problems.append(
             f"outgoing mail is not going out: {result.overdue} mail(s) due for more than "

@@ -25,8 +25,9 @@ from pbmserv.db.base import utcnow
 from pbmserv.db.models import ImapState, RelayState
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
-from pbmserv.db.status import InboundStatus, OutboxStatus
+from pbmserv.db.status import AlertKind, InboundStatus, OutboxStatus
 from pbmserv.reads.queues import due_by, queues
+from pbmserv.service.incidents import open_by_kind
 
 log = logging.getLogger("pbmserv.web")
 
@@ -62,6 +63,7 @@ class ServerCollector(Collector):
             state = queues(session)
             due = due_by(session, now)
             problems = problem_counts(session, now)
+            incidents = open_by_kind(session)
             beats = session.execute(select(ImapState.mailbox, ImapState.beat_at,
                                            ImapState.reader)).all()
             relays = session.execute(select(RelayState.relay,
@@ -89,14 +91,26 @@ class ServerCollector(Collector):
                                 value=due)
         yield GaugeMetricFamily("pbmserv_bounces_last_day",
                                 "Bounces counted in the last 24 hours (DSNs that came back "
-                                "and the relay's 5xx about an address)",
+                                "and the relay's 5xx about an address; forgiven ones too)",
                                 value=problems.bounces_last_day)
+        yield CounterMetricFamily("pbmserv_bounces",
+                                  "Bounces counted since the database was made (hard and "
+                                  "soft; forgiven ones too: it only grows)",
+                                  value=problems.bounces)
         yield GaugeMetricFamily("pbmserv_suspended_addresses",
                                 "Addresses no longer mailed because they bounce",
                                 value=problems.suspended)
         yield GaugeMetricFamily("pbmserv_open_alerts",
                                 "Incidents the administrator was (or is about to be) told of "
                                 "that are not over", value=problems.open_alerts)
+        by_kind = GaugeMetricFamily("pbmserv_open_incidents",
+                                    "Incidents not over, by kind (admin-unreachable: mail to "
+                                    "the administrator was refused or bounced)",
+                                    labels=["kind"])
+        for kind in AlertKind:
+            if kind != AlertKind.REPORT:
+                by_kind.add_metric([kind.value], incidents.get(kind, 0))
+        yield by_kind
         heartbeat = GaugeMetricFamily("pbmserv_imap_heartbeat_age_seconds",
                                       "Seconds since the IMAP reader of a mailbox last beat "
                                       "(it beats at least every imap_keepalive seconds while "

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board
 from pbmserv.db.session import Database
 from pbmserv.db.status import BoardStatus
@@ -22,8 +23,10 @@ from pbmserv.notifications.move_links import page_path
 from pbmserv.notifications.views import board_view, status_line
 from pbmserv.notifications.words import words_html
 from pbmserv.ratings import PROVISIONAL_RD, format_rating
+from pbmserv.reads import clocks
 from pbmserv.reads.boards import board_counts, open_seek_counts, open_seeks, tournament_of
 from pbmserv.reads.pages import boards_of_game, boards_of_player, tournaments_page
+from pbmserv.reads.turns import turns_of
 from pbmserv.render import render_html
 from pbmserv.service.accounts import shown_user, similar_userid
 from pbmserv.service.boards import load_board, moves_of
@@ -159,8 +162,13 @@ class Pages:
             found = boards_of_player(session, user.id, before=before, after=after)
             ratings = [(engine, rated) for engine in ENGINES.values()
                        if (rated := rating_of(session, user, engine.name)) is not None]
+            now = utcnow()
+            # the list 'turns' mails (without the reply addresses: a page is public)
+            waiting = None if user.closed_at else turns_of(session, user, now)
+            away = clocks.current_vacation(session, user.id, now)
             return self._page("player.html.j2", userid=user.userid, page=found,
-                              closed_at=user.closed_at,
+                              closed_at=user.closed_at, waiting=waiting,
+                              away=None if away is None else away.ends_at,
                               rows=status_lines(list(found.boards)), ratings=ratings,
                               format_rating=format_rating, provisional=PROVISIONAL_RD)
 
