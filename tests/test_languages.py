@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import smtplib
 import time
+from datetime import UTC, datetime
 from email.message import EmailMessage
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from pbmserv.config import Settings
-from pbmserv.db.models import MailPrefs, User
+from pbmserv.db.models import MailPrefs, OutboxMessage, User
 from pbmserv.db.session import Database
 from pbmserv.render import columns
 from pbmserv.server import Server
+from pbmserv.timers import run_digests
 from tests.conftest import (
     LONG_URL_LINE,
     Mailer,
@@ -160,3 +162,24 @@ def test_a_game_by_mail_in_a_language_from_signup_to_the_end(
         assert any(not text_of(m).isascii() for m in everything) or language == "de"
     finally:
         server.stop()
+
+
+def test_the_digest_speaks_its_readers_language(
+        mailer: Mailer, db: Database, settings: Settings) -> None:
+    """Mails the clock or another player's command makes are in their reader's language
+    too: a digest (made by the timer, no mail of the reader's in sight)."""
+    mailer.signup("alice", "bob")
+    mailer.reply("notify alice pw-alice language ja")
+    mailer.reply("notify alice pw-alice digest daily 7")
+    mailer.reply("honeydonuts challenge bob alice", sender="bob@example.org")
+    mailer.send("honeydonuts move 101 bob pw-bob a1-a2", sender="bob@example.org")
+    with db.transaction() as session:
+        session.execute(update(MailPrefs).values(digest_next_at=datetime(2000, 1, 1, tzinfo=UTC)))
+    assert run_digests(db, settings) == 1
+    with db.transaction() as session:
+        mail = session.scalars(select(OutboxMessage).where(
+            OutboxMessage.to_addr == "alice@example.org", OutboxMessage.list_id.is_not(None))
+            .order_by(OutboxMessage.id.desc())).first()
+        assert mail is not None
+        assert mail.subject == "pbmserv まとめ: 1 盤があなたの手番です"
+        assert "notify alice <password> digest off" in mail.body
