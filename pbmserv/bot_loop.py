@@ -12,12 +12,15 @@ for it, so it is neither lost nor played twice.
 from __future__ import annotations
 
 import logging
-import threading
 import time
+from collections.abc import Callable
 
 from pbmserv import wakeups
+from pbmserv.backoff import backoff
 from pbmserv.bots import get_bot
 from pbmserv.config import Settings
+from pbmserv.db.migrate import SchemaError
+from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.db.status import RequestKind
 from pbmserv.games import get_engine
@@ -30,6 +33,9 @@ log = logging.getLogger(__name__)
 #: long after each further failure, up to RETRY_MOST: it never keeps the others waiting
 RETRY_FIRST = 10.0
 RETRY_MOST = 3600.0
+#: while the database does not answer, the first wait and the longest, in seconds
+DOWN_FIRST = 1.0
+DOWN_MOST = 60.0
 
 
 def seed_of(turn: BotTurn) -> int:
@@ -68,7 +74,7 @@ class BotLoop:
         self.db = db
         self.settings = settings
         self.interval = interval
-        self.stopping = threading.Event()
+        self.stopping = wakeups.Stop()
         #: boards whose turn failed: (failures in a row, when to try again)
         self.failing: dict[int, tuple[int, float]] = {}
 
@@ -95,27 +101,47 @@ class BotLoop:
                               "again in %.0f s", turn.board_id, failures, delay)
         return played
 
-    def run(self) -> None:
+    def run(self, before: Callable[[], object] | None = None) -> None:
         """Turns as they come: woken by the doorbell when a board turns to a bot (see
-        pbmserv.wakeups), and every ``interval`` seconds anyway."""
+        pbmserv.wakeups), and every ``interval`` seconds anyway; ``before`` first (the
+        schema made sure of).  A database that does not answer is said once, at
+        WARNING, and tried again after a wait that grows (RETRY_FIRST to DOWN_MOST): the
+        process neither ends nor fills the log while it is down."""
         bell = wakeups.Doorbell(self.db.url, wakeups.BOTS)
         if not bell.listening:
             log.info("bots: another process listens for bot turns; looking every %ss",
                      self.interval)
+        ready = before is None
+        down = 0
         try:
             while not self.stopping.is_set():
-                if not self.once() and not self.stopping.is_set():
+                try:
+                    if not ready and before is not None:
+                        before()
+                        ready = True
+                    played = self.once()
+                except SchemaError:
+                    raise  # not something a wait mends
+                except Exception as exc:
+                    down += 1
+                    wait = backoff(down, DOWN_FIRST, DOWN_MOST)
+                    (log.warning if down == 1 else log.debug)(
+                        "bots: %s; trying again in %.0f s, then less often (said once)",
+                        describe(exc, self.db.url), wait)
+                    self.stopping.wait(wait)
+                    continue
+                if down:
+                    log.warning("bots: the database answers again; answering the games")
+                    down = 0
+                if not played and not self.stopping.is_set():
                     self._wait(bell)
         finally:
             bell.close()
 
     def _wait(self, bell: wakeups.Doorbell) -> None:
-        fileno = bell.fileno()
-        if fileno is None:
-            self.stopping.wait(self.interval)
-            return
-        ready = wakeups.readable([fileno], self.interval)
-        if ready:
+        fds = [fd for fd in (bell.fileno(), self.stopping.fileno()) if fd is not None]
+        ready = wakeups.readable(fds, self.interval)
+        if bell.fileno() in ready:
             bell.drain()
 
     def stop(self) -> None:

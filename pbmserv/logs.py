@@ -80,6 +80,20 @@ def _syslog_handler() -> logging.Handler | None:
     return handler
 
 
+#: the mode of a log file pbmserv makes (it holds players' addresses): the owner's, and
+#: readable by its group (adm, or the service's), never by anyone
+LOG_FILE_MODE = 0o640
+
+
+class LogFileHandler(logging.handlers.WatchedFileHandler):
+    """A WatchedFileHandler whose file, when it makes one (the first log line of any
+    command, or after logrotate moved it away), is LOG_FILE_MODE whatever the umask."""
+
+    def _open(self) -> Any:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, LOG_FILE_MODE)
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+
+
 def open_log_file(log_file: Path) -> logging.Handler:
     """A handler appending to ``log_file``.  Run by root, a file that does not exist yet
     is made for the owner of its folder (the service's user, whose LogsDirectory it
@@ -89,7 +103,7 @@ def open_log_file(log_file: Path) -> logging.Handler:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         folder = log_file.parent.stat()
         made = not log_file.exists()
-        handler = logging.handlers.WatchedFileHandler(log_file)
+        handler = LogFileHandler(log_file)
         # root's file in the service's folder: the service's
         if os.geteuid() == 0 and folder.st_uid != 0 and (made or log_file.stat().st_uid == 0):
             os.chown(log_file, folder.st_uid, folder.st_gid)

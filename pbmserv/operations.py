@@ -32,6 +32,7 @@ from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus, OutboxStatus
 from pbmserv.i18n import N_
 from pbmserv.intake.imap import check_mailbox
+from pbmserv.logs import LOG_FILE_MODE
 from pbmserv.mail.addresses import address_key
 from pbmserv.notifications import Notifier
 from pbmserv.notifications.accounts import mail_reset_code
@@ -76,7 +77,7 @@ SECRET_LENGTH = 32
 SECRET_KINDS = 10
 
 
-def _secret_check(secret: str | None) -> Check:
+def secret_check(secret: str | None) -> Check:
     """Whether the key of move-by-reply addresses is long and random enough: anyone who
     guesses it can move for any player."""
     if secret is None:
@@ -144,7 +145,7 @@ def check_settings(settings: Settings) -> list[Check]:
     out = [Check("settings", OK, f"read from {settings.source}" if settings.source
                  else "no settings file: defaults and PBMSERV_* variables")]
     out += [Check("settings", WARN, warning) for warning in settings.warnings]
-    out.append(_secret_check(settings.secret))
+    out.append(secret_check(settings.secret))
     out += _database_checks(settings)
     if settings.database_url.startswith("sqlite:") and not settings.database_url.startswith(
             "sqlite:////"):
@@ -187,8 +188,8 @@ def check_settings(settings: Settings) -> list[Check]:
                              "directory; give an absolute one"))
     if settings.log_file is not None:
         try:
-            with settings.log_file.open("a"):
-                pass
+            os.close(os.open(settings.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                             LOG_FILE_MODE))  # made as the log makes it
             out.append(Check("log_file", OK, f"{settings.log_file} is writable"))
         except OSError as exc:
             out.append(Check("log_file", FAIL, f"{settings.log_file}: {describe(exc)}"))

@@ -142,12 +142,23 @@ class Server:
             child.restart_if_ended()
 
     def start(self) -> None:
+        """Listen first: a listener that cannot (the port taken) ends it all before any
+        worker starts, sends or asks the relay anything; then the work behind."""
         for _ in range(max(self.workers, 1)):
             self.pipes.append(_pipe())
+        self.writer.start()  # (mail taken before the workers start waits for them)
+        try:
+            for controller in (self.controller, self.lmtp_controller):
+                if controller is not None:
+                    controller.start()
+                    self._started.append(controller)
+        except BaseException:
+            self.stop()
+            raise
         if self.web is not None:  # the read-only web pages, in a process of their own
             self._child("web", ["web", "--host", self.web[0], "--port", str(self.web[1])],
                         WORKER_NICENESS)
-        if self.workers:  # before any thread starts: the children are forked cleanly
+        if self.workers:  # (each child execs at once: no code runs between fork and exec)
             for read, _ in self.pipes:
                 self._child("worker", ["work", "--loop", "--wake-fd", str(read),
                                        "--interval", str(self.interval)],
@@ -163,15 +174,6 @@ class Server:
             if self.bots:
                 self.bot_loop = BotLoop(self.db, self.settings, interval=self.interval)
                 threading.Thread(target=self.bot_loop.run, name="bots", daemon=True).start()
-        self.writer.start()
-        try:  # a listener that cannot listen (the port in use) ends it all
-            for controller in (self.controller, self.lmtp_controller):
-                if controller is not None:
-                    controller.start()
-                    self._started.append(controller)
-        except BaseException:
-            self.stop()
-            raise
         if self.imap is not None:
             self.imap.start()
         self.wake()  # mail stored before a restart is processed now

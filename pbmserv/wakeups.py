@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import select
 import socket
 import threading
@@ -112,3 +113,39 @@ class Doorbell:
         if self._socket is not None:
             self._socket.close()
             self._socket = None
+
+
+class Stop:
+    """A loop's stop, which wakes its wait at once: set from a signal handler (no lock
+    is taken: a handler may run while the loop holds one) or from another thread; a
+    wait polls its pipe beside the loop's own descriptors.  A loop asked to stop
+    while waiting a long interval (SIGTERM, or its parent ``serve`` killed: the kernel
+    sends it SIGTERM) ends now, not when the interval is over."""
+
+    def __init__(self) -> None:
+        self._set = False
+        self._read, self._write = os.pipe()
+        for fd in (self._read, self._write):
+            os.set_blocking(fd, False)
+
+    def set(self) -> None:
+        self._set = True
+        with contextlib.suppress(OSError):  # full: it is set already; closed: gone
+            os.write(self._write, b"!")
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def fileno(self) -> int:
+        return self._read
+
+    def wait(self, timeout: float) -> bool:
+        """Wait ``timeout`` seconds or until set; returns whether it is set."""
+        if not self._set:
+            readable([self._read], timeout)
+        return self._set
+
+    def close(self) -> None:
+        for fd in (self._read, self._write):
+            with contextlib.suppress(OSError):
+                os.close(fd)

@@ -14,7 +14,6 @@ import ctypes
 import logging
 import os
 import signal
-import threading
 import time
 
 from pbmserv import wakeups
@@ -91,7 +90,7 @@ class WorkLoop:
         self.interval = interval
         self.clock_every = clock_every
         self.sender = Sender(db, settings)
-        self.stopping = threading.Event()
+        self.stopping = wakeups.Stop()
         self._next_clock = 0.0
         self._next_purge = 0.0
         self._next_send = 0.0
@@ -151,14 +150,16 @@ class WorkLoop:
                 return processed, sent
 
     def _wait(self, bell: wakeups.Doorbell) -> None:
-        fds = [fd for fd in (self.wake_fd, bell.fileno()) if fd is not None]
-        if not fds:
-            self.stopping.wait(self.interval)
-            return
+        fds = [fd for fd in (self.wake_fd, bell.fileno(), self.stopping.fileno())
+               if fd is not None]
         ready = wakeups.readable(fds, self.interval)
         if self.wake_fd in ready:
+            woken = b"!"
             with contextlib.suppress(BlockingIOError):
-                os.read(self.wake_fd, 65536)  # every wake-up so far, at once
+                woken = os.read(self.wake_fd, 65536)  # every wake-up so far, at once
+            if not woken:  # the end of the pipe: serve, which held its other end, is gone
+                log.warning("worker: serve is gone; stopping")
+                self.stopping.set()
         if bell.fileno() in ready:
             bell.drain()
 

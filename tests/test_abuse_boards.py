@@ -35,7 +35,8 @@ def test_a_strangers_challenge_is_nobodys_until_taken_up(mailer: Mailer, db: Dat
             "until then alice, bob may decline it, and it ends with no result if the clock "
             "runs out on them (21 days without a move).") in flat(reply.body)
     bob_mail = next(m for m in out if m.to_addr == "bob@example.org")
-    assert ("This board was started by a challenge, which anyone may send. It counts for "
+    assert ("This board was started by a challenge, which anyone may send, and nobody has "
+            "taken it up yet. It counts for "
             "you (it is rated, and you can lose it on time) only once you move on it or take "
             "it up with \"honeydonuts accept 101 bob <password>\". If you do not want it, send "
             "\"honeydonuts decline 101 bob <password>\"; left alone, it ends with no result "

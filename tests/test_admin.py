@@ -490,7 +490,7 @@ def test_outbox_show_and_lists_by_address(mailer: Mailer, settings: Settings,
                  "Bob@Example.org").output.splitlines()
     assert len(failed) == 1 and failed[0].split()[0] == str(bob.id)
     assert cli(settings, "outbox", "list", "--status", "failed", "--address",
-               "alice@example.org").output == ""
+               "alice@example.org").output == "nothing failed to alice@example.org\n"
     assert len(cli(settings, "outbox", "list", "--status", "pending").output.splitlines()) == 1
     listed = cli(settings, "inbox", "list", "--address", "alice@example.org").output
     assert len(listed.splitlines()) == 1 and "alice@example.org" in listed

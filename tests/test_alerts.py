@@ -26,6 +26,7 @@ from pbmserv.db.session import Database
 from pbmserv.db.status import AlertKind, OutboxStatus, Resolution
 from pbmserv.sender.delivery import Sender
 from pbmserv.timers import run_alerts
+from pbmserv.version import version_text
 from tests.conftest import Mailer, free_port
 from tests.dsns import Group, dsn
 
@@ -80,6 +81,11 @@ def test_failed_mails_make_one_incident_and_one_mail(
     assert f"message {first} from alice@example.org: the database said: disk I/O error" in \
         " ".join(mail.body.split())
     assert f"  pbmserv inbox show {first}" in mail.body
+    # the failure's reason comes first, before the mail (a header bomb is long)
+    shown = cli(settings, "inbox", "show", str(first)).output
+    assert shown.startswith("--- failed:\n")
+    assert shown.index("disk I/O error") < shown.index("--- the message as received:\n") \
+        < shown.index("Subject: help")
     assert "  pbmserv inbox replay --all-failed      once the fault is fixed" in mail.body
     # quiet for an hour: the incident is over; the next failure opens a new one
     Sender(db, settings).send_due()  # (or, two hours on, the outbox is late too)
@@ -155,6 +161,8 @@ def test_the_daily_report_comes_once_a_day_at_its_hour(mailer: Mailer, db: Datab
                                           "pbmserv: daily report 2030-05-07"]
     assert "  failed          0 incoming, 0 outgoing" in mails[0].body
     assert "This report comes every day at 7:00 UTC" in " ".join(mails[0].body.split())
+    # which pbmserv wrote it, as 'pbmserv --version' says
+    assert mails[0].body.rstrip().endswith("\n--\n" + version_text())
     assert cli(settings, "status").exit_code == 0  # a report is no incident
 
 

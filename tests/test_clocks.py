@@ -452,3 +452,17 @@ def test_a_vacation_is_shown_and_a_loss_on_time_counts_it(
             "vacation, which the clock does not count).\n") in ended[0].body
     # on board 102 his clock started on his vacation's fourth day: a reminder only
     assert [m.subject for m in out if m not in ended] == ["Nag: Honey Donuts Board 102 bob"]
+
+
+def test_a_vacation_begun_in_the_same_mail_shows_at_once(mailer: Mailer, db: Database) -> None:
+    """The board's view is made once per state of the board in a mail; a vacation
+    begun by a later command of the mail is shown all the same."""
+    start(mailer)
+    text = mailer.reply("multiple", "honeydonuts show 101\nvacation bob pw-bob 4\n"
+                        "honeydonuts show 101\n", sender="bob@example.org")
+    first, _, second = text.partition("> vacation bob ***** 4")
+    back = vacation_end(db, "bob")
+    away = f"bob is on vacation until {back.day} {back:%B %Y}; bob's clock is stopped."
+    assert away not in flat(first) and away in flat(second)
+    runs_out = board(db).turn_started_at + timedelta(days=25)
+    assert f"bob has until {when(runs_out)} to move" in flat(second)

@@ -90,3 +90,14 @@ def test_logrotate_rotates_and_pbmserv_writes_the_new_file(tmp_path: Path) -> No
     assert "before the rotation" in (folder / "pbmserv.log.1").read_text()
     assert "after the rotation" in log.read_text()
     assert "before" not in log.read_text()
+
+
+def test_the_changelog_names_this_version() -> None:
+    """CHANGELOG.md (Keep a Changelog) has a section for the version pyproject.toml
+    gives, below Unreleased."""
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    version = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    headings = re.findall(r"^## \[([^\]]+)\]", (root / "CHANGELOG.md").read_text(), re.M)
+    assert headings[:2] == ["Unreleased", version]

@@ -22,8 +22,10 @@ from pbmserv.config import Settings
 from pbmserv.db.session import Database
 from pbmserv.intake.store import store_message
 from pbmserv.logs import JournalFormatter
+from pbmserv.notifications import alert_route
 from pbmserv.sender.delivery import Sender
 from tests.conftest import make_mail
+from tests.test_postfix import pipe_command
 from tests.test_send import Sink, relay  # noqa: F401  (the relay fixture)
 
 
@@ -187,3 +189,56 @@ def test_a_noisy_library_is_quieted_where_logging_is_set_up() -> None:
         assert flufl.level == logging.CRITICAL
     finally:
         flufl.setLevel(logging.NOTSET)
+
+
+def test_an_alert_mail_cannot_carry_reaches_syslog_without_the_syslog_setting(
+        settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "log"
+    monkeypatch.setattr(logs, "SYSLOG_SOCKET", str(path))
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(str(path))
+    server.settimeout(5)
+    try:
+        logs.setup_logging("warning")  # syslog = false
+        alert_route.tell(settings, "pbmserv: mail is not moving", "Mail is not moving: x\n",
+                         "the relay has taken no mail since 2026-11-27 10:00 UTC")
+        line = server.recv(4096).decode().rstrip("\x00")
+        assert line.startswith("<19>pbmserv[")  # mail.err
+        assert line.endswith("ERROR pbmserv.alert: ALERT pbmserv: mail is not moving (not by "
+                             "mail alone: the relay has taken no mail since 2026-11-27 10:00 "
+                             "UTC): Mail is not moving: x")
+    finally:
+        logs.setup_logging("info")
+        server.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("runuser") is None,
+                    reason="runuser, as root, to be another user")
+def test_the_audit_names_the_login_user_behind_runuser(
+        settings: Settings, request: pytest.FixtureRequest) -> None:
+    """As the docs run admin commands: 'runuser -u pbmserv -- pbmserv ...' by root,
+    who logged in (the kernel's loginuid, which runuser keeps; SUDO_USER is not set)."""
+    outer = Path(tempfile.mkdtemp(prefix="pbmserv-runuser-"))  # (tmp_path is root's alone)
+    outer.chmod(0o755)
+    request.addfinalizer(lambda: shutil.rmtree(outer, ignore_errors=True))
+    folder = outer / "state"
+    folder.mkdir()
+    database = folder / "pbmserv.sqlite3"
+    shutil.copy(settings.database_url.split("///", 1)[1], database)
+    shutil.chown(folder, "nobody")
+    shutil.chown(database, "nobody")
+    command = pipe_command(outer)
+    if command is None:
+        pytest.skip("user nobody cannot run this Python with pbmserv")
+    log = folder / "pbmserv.log"
+    script = (f"echo 0 > /proc/self/loginuid && exec runuser -u nobody -- {command} "
+              f"--log-file {log} users clear-bounces --all")
+    env = {**os.environ, "PBMSERV_CONFIG": "", "PBMSERV_DATABASE_URL": f"sqlite:///{database}"}
+    env.pop("SUDO_USER", None)
+    done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=folder)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "cleared 0 address(es): mailed again\n"
+    assert log.read_text().rstrip().endswith(
+        "INFO pbmserv.audit: admin root (as nobody): users clear-bounces --all: cleared 0 "
+        "address(es): mailed again")

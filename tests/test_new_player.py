@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from pbmserv.bot_loop import BotLoop
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
-from pbmserv.db.models import OutboxMessage
+from pbmserv.db.models import OutboxMessage, PlayerRating, User
 from pbmserv.db.session import Database
 from pbmserv.db.status import OutboxStatus
 from pbmserv.games import get_engine
@@ -21,6 +21,7 @@ from pbmserv.notifications.held import fold_held
 from pbmserv.web import create_app
 from tests.conftest import Mailer, check_mail_shape
 from tests.test_bot_games import alice_moves, board_row
+from tests.test_tournaments import create, pairs_of
 
 
 def flat(text: str) -> str:
@@ -344,3 +345,152 @@ unsubscribe 101 wendy <password>" stops it.
 """)
     [alice_mail] = [m for m in out if m.to_addr == "alice@example.org"]
     assert "You get this mail because" not in alice_mail.body
+
+
+# -- 3. tournaments ------------------------------------------------------------------
+
+def test_a_tournament_with_a_decline_a_leaver_and_an_organiser_who_left(
+        mailer: Mailer, db: Database) -> None:
+    create(mailer, ["alice", "bob", "carol", "dave"], "-swiss -rounds 2", name="Mini")
+    # the organiser leaves before the start: she still starts it, and hears of it
+    mailer.reply("tournament leave Mini alice pw-alice", sender="alice@example.org")
+    out = mailer.send("tournament start Mini alice pw-alice", sender="alice@example.org")
+    assert [m.subject for m in out if m.to_addr == "alice@example.org"
+            and not m.in_reply_to] == ["Tournament Mini started"]
+    assert pairs_of(db, 1, "mini") == ([("bob", "carol")], "dave")
+    # carol declines her round 1 board: the reply names round 1 once, and the score
+    out = mailer.send("honeydonuts decline 101 carol pw-carol", sender="carol@example.org")
+    [reply] = [m for m in out if m.to_addr == "carol@example.org" and m.in_reply_to]
+    assert reply.body.startswith("""\
+> honeydonuts decline 101 carol *****
+You declined Honey Donuts board 101: it ends with no result on the board (it
+is rated for nobody), and tournament Mini scores it as a loss for you.
+
+Summary of Honey Donuts Board 101
+""")
+    assert "round 2" not in reply.body
+    assert ("Game declined, no result: carol declined the game; tournament Mini scores it "
+            "as a loss for carol (1-0).") in flat(reply.body)
+    # round 2's mail: the standings after round 1 hold no bye of round 2
+    [round_mail] = [m for m in out if m.to_addr == "bob@example.org"
+                    and m.subject == "Tournament Mini round 2"]
+    assert """\
+Standings after round 1 of Mini
+
+  # Name    Pts     BH  R1
+  1 bob       1      0 R3+
+  2 dave      1      0 bye
+  3 carol     0      1 B1-
+""" in round_mail.body
+    # dave leaves with a comment: his opponent reads it with the board's end
+    out = mailer.send("tournament leave Mini dave pw-dave", "Sorry all, I must go.",
+                      sender="dave@example.org")
+    [reply] = [m for m in out if m.to_addr == "dave@example.org" and m.in_reply_to]
+    assert "Your comment went to your opponent with the end of board 102." in flat(reply.body)
+    [ended] = [m for m in out if m.to_addr == "bob@example.org"
+               and m.subject.startswith("Honey Donuts Board 102")]
+    text = flat(ended.body)
+    assert ("Game won by bob (Blue): dave left tournament Mini, which counts as a "
+            "resignation.") in text
+    assert "dave writes: Sorry all, I must go." in text
+    # the final standings mark him, and go to the organiser too
+    finals = [m for m in out if m.subject == "Tournament Mini is over"]
+    assert sorted(m.to_addr for m in finals) == [
+        "alice@example.org", "bob@example.org", "carol@example.org", "dave@example.org"]
+    assert """\
+  # Name          Pts     BH  R1  R2
+  1 bob             2      2 R2+ B3+
+  2 carol           1      2 B1- bye
+  3 dave (left)     1      2 bye R1-
+
+A player marked (left) left the tournament: their games then in play were
+lost, and they were paired no more.
+""" in finals[0].body
+    # his history says it in words
+    text = flat(mailer.reply("honeydonuts history dave", sender="dave@example.org"))
+    assert "Board 102, ended " in text
+    assert (": lost as Red against bob (dave left tournament Mini, which counts as a "
+            "resignation).") in text
+
+
+def test_leaving_with_no_board_in_play_says_the_comment_reached_nobody(
+        mailer: Mailer, db: Database) -> None:
+    create(mailer, ["alice", "bob", "carol"], "-swiss -rounds 2", name="Mini")
+    mailer.send("tournament start Mini alice pw-alice", sender="alice@example.org")
+    _, bye = pairs_of(db, 1, "mini")
+    assert bye is not None
+    text = flat(mailer.reply(f"tournament leave Mini {bye} pw-{bye}", "Bye!",
+                             sender=f"{bye}@example.org"))
+    assert ("Your comment reached nobody: no board of yours was in play, and nothing else "
+            "is mailed when a player leaves.") in text
+
+
+def test_signing_off_and_back_brings_the_account_back(mailer: Mailer, db: Database,
+                                                       settings: Settings) -> None:
+    mailer.signup("alice", "bob")
+    mailer.send("honeydonuts challenge alice bob pw-alice")
+    mailer.send("honeydonuts accept 101 bob pw-bob", sender="bob@example.org")
+    mailer.send("honeydonuts resign 101 alice pw-alice")  # rated for both
+    mailer.reply("signoff alice pw-alice")
+    out = mailer.send("signup alice new-pass-alice")
+    [reply] = [m for m in out if m.in_reply_to]
+    assert flat(reply.body).startswith(
+        "> signup alice ***** Welcome, alice! Your account is open, and the server's mail "
+        "for it goes to alice@example.org. It is the account alice that signed off on ")
+    assert ("from this address: once confirmed, it opens again with its finished games, "
+            "ratings, history and page.") in flat(reply.body)
+    [welcome] = mailer.answer(reply)
+    assert welcome.subject == "pbmserv: welcome back, alice"
+    assert flat(welcome.body).startswith(
+        "> confirm alice ***** Welcome back, alice! Your account is open again as it was "
+        "when you signed off on ")
+    history = flat(mailer.reply("honeydonuts history alice"))
+    assert "Board 101, ended " in history and "lost as Red against bob" in history
+    with db.transaction() as s:
+        [account] = s.scalars(select(User).where(User.key == "alice")).all()
+        assert s.scalar(select(PlayerRating).where(PlayerRating.user_id == account.id,
+                                                   PlayerRating.game == "honeydonuts"))
+    # the new password opens it, the old one does not
+    assert "has been started" in mailer.reply("honeydonuts challenge alice bob new-pass-alice")
+    assert "do not match" in mailer.reply("honeydonuts challenge alice bob pw-alice")
+    # the player's page and the old board's page lead to the same account
+    with TestClient(create_app(db, settings)) as client:
+        page = client.get("/players/alice").text
+        assert "/boards/honeydonuts/101" in page
+        board_page = client.get("/boards/honeydonuts/101").text
+        assert "/players/alice" in board_page
+
+
+def test_a_signup_from_another_address_does_not_reopen(mailer: Mailer,
+                                                      settings: Settings) -> None:
+    mailer.signup("alice")
+    mailer.reply("signoff alice pw-alice")
+    text = flat(mailer.reply("signup alice new-pass-alice", sender="eve@example.net"))
+    assert "belonged to a player who signed off" in text
+
+
+def test_a_held_bundle_marks_a_watchers_mail_whose_board_moved_on(
+        db: Database, settings: Settings) -> None:
+    """A mail with no reply address (a watcher's) is out of date once its board has
+    moved on after it was made; the newest one of the board is not."""
+    mailer = Mailer(db, settings)
+    mailer.signup("alice", "bob", "wendy")
+    mailer.send("honeydonuts challenge alice bob pw-alice")
+    mailer.send("honeydonuts subscribe 101 wendy pw-wendy", sender="wendy@example.org")
+    limited = replace(settings, mails_per_address_hour=len(outbox(db, "wendy@example.org")))
+    mailer = Mailer(db, limited)
+    play(mailer, db, "alice")
+    play(mailer, db, "bob")
+    held = [m for m in outbox(db, "wendy@example.org") if m.status is OutboxStatus.HELD]
+    assert len(held) == 2 and all(m.reply_to is None for m in held)
+    with db.transaction() as s:
+        fold_held(s, limited, utcnow() + timedelta(hours=1, minutes=1))
+    fold = outbox(db, "wendy@example.org")[-1]
+    text = flat(fold.body)
+    assert ("1 of them shows a board that moved on since: it is marked out of date, with "
+            "the board as it stands now.") in text
+    first, second = text.split("=== 2 of 2")
+    assert ("(Out of date: Honey Donuts board 101 has moved on since this mail was made. As "
+            "it stands now: It is alice's turn (Red), move 3. \"honeydonuts show 101\" sends "
+            "it.)") in first
+    assert "Out of date" not in second

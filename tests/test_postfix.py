@@ -404,6 +404,8 @@ KeyFile {keys}/{selector}.private
 Socket inet:{port}@127.0.0.1
 Canonicalization relaxed/simple
 OversignHeaders From
+# as docs/admin.md section 8 says: the defaults, and List-Unsubscribe-Post
+SignHeaders *,+List-Unsubscribe-Post
 InternalHosts 127.0.0.1
 PidFile {keys}/opendkim.pid
 {user}

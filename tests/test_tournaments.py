@@ -243,7 +243,8 @@ def test_leaving_and_signing_off_lose_the_games_left(mailer: Mailer, db: Databas
     assert "dan has left tournament Spring and is not paired again." in reply
     assert "The games still in play were lost: board 103, 105." in reply
     told = [m for m in out if m.to_addr == sender("cat")]
-    assert "Game won by cat (Blue): dan left Spring." in flat(told[0].body)
+    assert ("Game won by cat (Blue): dan left tournament Spring, which counts as a "
+            "resignation.") in flat(told[0].body)
     # ben signs off: his three boards are lost, then his account is closed
     out = mailer.send("signoff ben pw-ben", sender=sender("ben"))
     assert "The account ben is closed" in flat(out[0].body)
@@ -286,7 +287,9 @@ def test_max_players_starts_it_and_the_creator_may_organise_only(mailer: Mailer,
     out = mailer.send("tournament join Cup cat pw-cat", sender=sender("cat"))
     assert "which makes 3 players, the most it takes: so it has started" in flat(out[0].body)
     started = tournament_mails(out, "Cup")
-    assert sorted(m.to_addr for m in started) == [sender("ann"), sender("ben"), sender("cat")]
+    # the organiser who does not play is told too (issue 38)
+    assert sorted(m.to_addr for m in started) == [sender("ann"), sender("ben"), sender("cat"),
+                                                  sender("org")]
     # two rounds by default for 3 players; boards take the tournament's options
     assert "a Swiss tournament of Honey Donuts (-simple), 2 rounds, 3 players" in flat(
         started[0].body)

@@ -13,7 +13,7 @@ from typing import NoReturn
 
 import click
 
-from pbmserv import postfix
+from pbmserv import operations, postfix
 from pbmserv.cli.app import (
     EX_TEMPFAIL,
     EX_UNAVAILABLE,
@@ -75,6 +75,9 @@ def serve(app: App, smtp: str | None, lmtp: str | None, host: str | None, port: 
     from pbmserv.server import Server
 
     settings = app.settings
+    secret = operations.secret_check(settings.secret)
+    if secret.level == operations.FAIL:  # what 'config check' fails, serve refuses
+        raise click.ClickException(f"not started: the setting secret is {secret.text}")
     if host is not None or port is not None:
         smtp = f"{host or '127.0.0.1'}:{port or 2525}"
     smtp_at = _listen_option(smtp) if smtp is not None else settings.smtp
@@ -113,6 +116,10 @@ def serve(app: App, smtp: str | None, lmtp: str | None, host: str | None, port: 
              ", ".join(settings.addresses), where)
     log.info("database %s; settings: %s", database_where(settings.database_url),
              settings.source or "no file (defaults and PBMSERV_* variables)")
+    # whether alerts can reach the administrator: the relay is asked (a while, if it
+    # does not answer), beside the work that started
+    threading.Thread(target=_check_admin, args=(settings,), name="admin-check",
+                     daemon=True).start()
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
@@ -121,6 +128,21 @@ def serve(app: App, smtp: str | None, lmtp: str | None, host: str | None, port: 
     log.info("stopping")
     server.stop()
     db.dispose()
+
+
+def _check_admin(settings: Settings) -> None:
+    """Log whether the relay takes mail for the administrator: an ERROR line with the
+    reason and the fix when it does not (alerts would not arrive)."""
+    try:
+        check = operations.admin_check(settings)
+    except Exception as exc:  # never the end of serve
+        log.warning("admin_address could not be tried: %s", describe(exc))
+        return
+    if check.level == operations.OK:
+        log.info("admin_address: %s", check.text)
+    else:
+        (log.error if check.level == operations.FAIL else log.warning)(
+            "admin_address: %s ('pbmserv config check' tries it again)", check.text)
 
 
 def _tempfail(message: str) -> NoReturn:

@@ -42,17 +42,18 @@ def inbox_list(settings: Settings, status: str | None, address: str | None,
 @click.argument("message_id", type=int)
 @pass_settings
 def inbox_show(settings: Settings, message_id: int) -> None:
-    """Print a stored message as received, and its error if any."""
+    """Print what became of a stored message (its error first, if any: a header bomb
+    of 10,000 lines does not push it out of sight), then the message as received."""
     with database(settings).reading() as session:
         m = admin.inbound(session, message_id)
+        if m.error:
+            click.echo(f"--- {m.status}:\n{m.error}\n--- the message as received:")
         if m.raw or not m.size:
             click.echo(m.raw.decode("utf-8", "replace"))
         else:  # an ignored mail keeps no text (pbmserv.processing.batches)
             click.echo(f"(ignored: its text, {m.size} bytes, was not kept; only its sender "
                        f"<{m.sender or m.envelope_from}> and the key that knows it if it "
                        "comes again)")
-        if m.error:
-            click.echo(f"--- {m.status}:\n{m.error}")
 
 
 @inbox.command("replay")
@@ -105,10 +106,13 @@ def outbox() -> None:
 def outbox_list(settings: Settings, status: str, address: str | None, limit: int) -> None:
     """List outgoing mail by status, newest first."""
     with database(settings).reading() as session:
-        for m in admin.outbox(session, OutboxStatus(status), address, limit):
+        found = admin.outbox(session, OutboxStatus(status), address, limit)
+        for m in found:
             error = " ".join((m.last_error or "").split())[:300]
             click.echo(f"{m.id:6} {m.status:8} tries={m.attempts} {m.to_addr}  {m.subject}"
                        + (f"  [{error}]" if error else ""))
+    if not found:
+        click.echo(f"nothing {status}" + (f" to {address}" if address else ""))
 
 
 @outbox.command("show")

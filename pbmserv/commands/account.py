@@ -18,7 +18,7 @@ from pbmserv.notifications.accounts import (
 from pbmserv.notifications.subjects import our_subject
 from pbmserv.reads import clocks
 from pbmserv.render import render
-from pbmserv.service import clock, confirmations, mail_prefs, resets
+from pbmserv.service import accounts, clock, confirmations, mail_prefs, resets
 from pbmserv.service.accounts import (
     IMPORTED_DOMAIN,
     check_email,
@@ -69,8 +69,10 @@ class Signup(Command):
                              inbound_id=ctx.inbound_id, cause=cause)
         else:  # the reply itself is the confirmation
             ctx.secret_reply = True
+        returning = accounts.returning_account(ctx.session, user.userid, user.email)
         return Result(render("commands/signup.txt.j2", userid=user.userid, email=user.email,
-                             code=code if here else None, lapses=lapses),
+                             code=code if here else None, lapses=lapses,
+                             returning=returning),
                       subject=subject if here else our_subject(
                           settings, f"{user.userid} waits for its confirmation"))
 
@@ -101,9 +103,13 @@ class Confirm(Command):
                                  email=user.email, old=old),
                           subject=our_subject(settings, f"{user.userid}'s address changed"))
         confirmations.confirm(user, inv.args[1], ctx.sender, now, settings.confirm_hours)
+        returning = accounts.returning_account(ctx.session, user.userid, user.email)
+        closed_at = returning.closed_at if returning is not None else None
+        back = accounts.reopen(ctx.session, user, now)
         return Result(render("commands/confirmed.txt.j2", userid=user.userid,
-                             email=user.email),
-                      subject=our_subject(settings, f"welcome, {user.userid}"))
+                             email=user.email, back=back is not None, closed_at=closed_at),
+                      subject=our_subject(settings, f"welcome{' back' if back else ''}, "
+                                                    f"{user.userid}"))
 
 
 class Change(Command):

@@ -36,6 +36,7 @@ from pbmserv.service.boards import (
     player_of,
     request_event,
     seats_of,
+    tournament_of_board,
 )
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.passwords import check_password
@@ -241,7 +242,9 @@ def act(ctx: Context, engine: AnyEngine, board: Board, user: User, word: str) ->
     agreed = agreed_ending(engine, board) if word in ("propose", "draw") else None
     # (a bot answers an undo at once: the notes say how, nothing is left to answer)
     return board_result(ctx, board, user, "commands/act.txt.j2", word=word, agreed=agreed,
-                        answered=board.request_kind is None, answer_too=answer_too)
+                        answered=board.request_kind is None, answer_too=answer_too,
+                        tournament=tournament_of_board(ctx.session, board)
+                        if word == "decline" else None)
 
 
 def changes_of(session: Session, user_id: int) -> int:

@@ -123,10 +123,11 @@ class TournamentCommand(Command):
         elif sub == "start":
             tournament = service.start(words[0], user)
         else:
-            tournament = service.leave(words[0], user)
+            tournament = service.leave(words[0], user, comment=ctx.comment)
         lost = [ctx.session.get_one(Board, e.board_id).number for e in ctx.new_events()
                 if isinstance(e, GameFinished)]
         view = describe(ctx.session, tournament)
         return Result(render("tournament/reply.txt.j2", action=sub, view=view, t=tournament,
-                             user=user, lost=lost, max_players=MAX_PLAYERS),
+                             user=user, lost=lost, max_players=MAX_PLAYERS,
+                             commented=bool(ctx.comment)),
                       subject=f"Tournament {tournament.name}: {sub}")

@@ -32,6 +32,7 @@ from pbmserv.notifications.outbox import queue_mail
 from pbmserv.reads.queues import queues, received_since, sent_since
 from pbmserv.render import render
 from pbmserv.service import incidents
+from pbmserv.version import version_text
 
 log = logging.getLogger(__name__)
 
@@ -145,4 +146,4 @@ def _report(session: Session, settings: Settings, now: datetime) -> str:
                   received=received_since(session, day), sent=sent_since(session, day),
                   waiting=state.waiting, pending=state.pending,
                   counts=problem_counts(session, now), alerts=alerts,
-                  bouncing=bounce_list(session, settings, now)[:20])
+                  bouncing=bounce_list(session, settings, now)[:20], software=version_text())

@@ -3,6 +3,7 @@ into one mail per address when its hour is up (run by the worker's timers)."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from sqlalchemy import select
@@ -12,6 +13,7 @@ from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board, OutboxMessage, User
 from pbmserv.db.status import OutboxStatus
+from pbmserv.games import ENGINES
 from pbmserv.mail.addresses import marked_tag, tag_of
 from pbmserv.notifications.outbox import HOUR, OUTBOX_INSERT, new_message_id
 from pbmserv.notifications.views import status_line
@@ -56,11 +58,15 @@ def fold_held(session: Session, settings: Settings, now: datetime | None = None)
     return len(by_address)
 
 
+#: the board a board mail's (or a nag's) Subject names (subjects/board.txt.j2)
+_BOARD_SUBJECT = re.compile(r"(?:New |Nag: )?(.+?) Board ([0-9]{1,10})\b")
+
+
 def out_of_date(session: Session, settings: Settings, secret: bytes,
                 mail: OutboxMessage) -> str:
-    """How the board a held mail asked its reader to move on (or to answer on)
-    stands now, if it moved on since the mail was made: the mail's board and reply
-    address are out of date; "" if it did not, or the mail asked nothing."""
+    """How the board a held mail shows stands now, if it moved on since the mail was
+    made (the mail's board, and its reply address if it has one, are out of date);
+    "" if it did not, or the mail shows no board."""
     tag = None
     if mail.reply_to:
         tag = tag_of(mail.reply_to, settings.addresses) or marked_tag(mail.reply_to)
@@ -70,17 +76,26 @@ def out_of_date(session: Session, settings: Settings, secret: bytes,
         return 0 if user is None else user.credential_changes
 
     token = None if not tag else read_token(secret, tag, changes)
-    if token is None:
-        # a reply address a new password revoked, or none: nothing to say
-        return ""
-    board = session.get(Board, token.board_id)
+    board = None
+    if token is not None:
+        board = session.get(Board, token.board_id)
+    else:
+        named = _BOARD_SUBJECT.match(mail.subject)
+        engine = next((e for e in ENGINES.values() if named and e.title == named.group(1)),
+                      None)
+        if named is not None and engine is not None:
+            board = session.scalar(select(Board).where(
+                Board.game == engine.name, Board.number == int(named.group(2))))
     if board is None:
         return ""
-    current = (not board.finished and board.takebacks == token.takebacks
-               and board.ply + 1 == token.ply
-               and (not token.request or open_request_id(session, board) == token.request))
-    if current:
+    if token is not None:
+        moved = (board.finished or board.takebacks != token.takebacks
+                 or board.ply + 1 != token.ply
+                 or (bool(token.request) and open_request_id(session, board) != token.request))
+    else:
+        moved = board.updated_at > mail.created_at
+    if not moved:
         return ""
     engine = engine_of(board)
-    return render("held_stale.txt.j2", engine=engine, board=board,
+    return render("held_stale.txt.j2", engine=engine, board=board, by_reply=token is not None,
                   status=status_line(engine, board)).strip()

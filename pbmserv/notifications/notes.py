@@ -56,6 +56,8 @@ def notes_of(board: Board, events: Iterable[Event]) -> list[Note]:
     """What the events on ``board`` say, in order."""
     notes: list[Note] = []
     for e in events:
+        if e.board_id != board.id:  # a command's events may touch other boards too
+            continue
         if isinstance(e, BoardCreated) and e.seek is not None:
             notes.append(Note("seek-joined", {"seek": e.seek}))
         elif isinstance(e, BoardCreated) and e.tournament is not None:
@@ -71,7 +73,8 @@ def notes_of(board: Board, events: Iterable[Event]) -> list[Note]:
                     notes.append(Note("challenge-board", {
                         "userid": player.user.userid, "game": board.game,
                         "number": board.number, "forfeit": board.forfeit_days,
-                        "taken": [u.userid for u in taken if u.id != player.user_id]},
+                        "taken": [u.userid for u in taken if u.id != player.user_id],
+                        "nobody": all(p.accepted_at is None for p in board.players)},
                         subject_id=player.user_id, only=player.user_id))
         elif isinstance(e, BoardAccepted):
             user = _seat_user(board, e.seat)

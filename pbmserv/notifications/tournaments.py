@@ -28,23 +28,30 @@ def tournament_mails(session: Session, event: TournamentEvent) -> list[tuple[Use
     """(user, subject, body) of every mail a tournament event calls for."""
     tournament = session.get(Tournament, event.tournament_id)
     assert tournament is not None
-    view = describe(session, tournament)
     players = entrants(session, tournament)
+    through = None
     if isinstance(event, TournamentStarted):
         kind, number, title = "started", 1, "Standings"
     elif isinstance(event, RoundStarted):
         kind, number = "round", event.round
         title = f"Standings after round {event.round - 1}"
+        through = event.round - 1  # the new round's bye is not counted yet
     elif isinstance(event, TournamentFinished):
         kind, number, title = "finished", tournament.current_round, "Final standings"
         players = [p for p in players if p.withdrawn_at is None] + [
             p for p in players if p.withdrawn_at is not None]
     else:  # pragma: no cover - every tournament event is handled above
         raise TypeError(f"unknown tournament event {event.kind}")
+    view = describe(session, tournament, through_round=through)
     readers = [p.user for p in players if _reaches(p, kind)]
+    organiser = tournament.creator
+    if (kind in ("started", "finished") and organiser.closed_at is None
+            and all(p.user_id != organiser.id for p in players)):
+        # an organiser who does not play (left before the start) hears of its start and end
+        readers.append(organiser)
     choices = choices_of(session, readers)
     said: dict[str | None, tuple[str, str]] = {}  # each reader's in their language
-    out = []
+    told = []
     for user in readers:
         language = choices[user.id].language if user.id in choices else None
         if language not in said:
@@ -55,8 +62,8 @@ def tournament_mails(session: Session, event: TournamentEvent) -> list[tuple[Use
                     render("tournament/mail.txt.j2", kind=kind, view=view, t=tournament,
                            round=number, note=getattr(event, "note", None),
                            table=crosstable_text(view, f"{title} of {tournament.name}")))
-        out.append((user, *said[language]))
-    return out
+        told.append((user, *said[language]))
+    return told
 
 
 def _reaches(player: TournamentPlayer, kind: str) -> bool:

@@ -137,17 +137,17 @@ def board_view(session: Session, engine: AnyEngine, board: Board, *,
     session, however many mails and pages show it."""
     session.flush()  # the newest move belongs in the list
     watchers = tuple(u.userid for u in subscribers(session, board))
-    now = utcnow()
-    clock = clocks.clock_of(session, board, now)
-    away = tuple((p.user.userid, clock.away[p.user_id]) for p in board.players
-                 if p.user_id in clock.away)
+    # (a vacation begun or ended in the session changes the clock, not the board)
     key = (board.ply, board.status, board.request_kind, board.request_by, board.updated_at,
-           watchers, away)
+           watchers, clocks.vacations_changed(session))
     views: dict[tuple[int, bool, int | None], tuple[Any, BoardView]] = \
         session.info.setdefault(VIEWS, {})
     known = views.get((board.id, full, around))
     if known is not None and known[0] == key:
         return known[1]
+    clock = clocks.clock_of(session, board, utcnow())
+    away = tuple((p.user.userid, clock.away[p.user_id]) for p in board.players
+                 if p.user_id in clock.away)
     seats = len(engine.seats)
     rounds = PAGE_ROUNDS if around is not None else LISTED_ROUNDS if full else SHOWN_ROUNDS
     first, last = listed(board, seats, rounds, around)

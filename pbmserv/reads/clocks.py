@@ -20,6 +20,16 @@ from pbmserv.db.models import Board, User, Vacation
 DAY = timedelta(days=1)
 
 
+#: how often vacations were begun or ended in a session (its ``info``): a view of a
+#: board made before is out of date
+VACATIONS_CHANGED = "pbmserv.vacations_changed"
+
+
+def vacations_changed(session: Session) -> int:
+    """How often a vacation was begun or ended in this session so far."""
+    return int(session.info.get(VACATIONS_CHANGED, 0))
+
+
 def mover_of(board: Board) -> User:
     """The player to move."""
     return next(p.user for p in board.players if p.seat == board.to_move)

@@ -274,6 +274,35 @@ def closed_account(session: Session, userid: str) -> User | None:
         .order_by(User.closed_at.desc(), User.id.desc()).limit(1))
 
 
+def returning_account(session: Session, userid: str, email: str) -> User | None:
+    """The account of ``userid`` that signed off while its mail went to ``email``, if
+    one did: a signup of that userid from that address opens it again once confirmed
+    (``reopen``)."""
+    closed = closed_account(session, userid)
+    return closed if closed is not None and closed.email == email.lower() else None
+
+
+def reopen(session: Session, pending: User, now: datetime) -> User | None:
+    """A signup just confirmed (``pending``) of a userid whose account signed off from
+    the same address: that account opens again, its finished games, ratings, history
+    and page as they were, with the signup's password; the signup's own row is closed
+    (it never held anything).  Returns the account opened again, None if there is
+    none."""
+    old = returning_account(session, pending.userid, pending.email)
+    if old is None:
+        return None
+    key = pending.key
+    pending.key = f"{key}#merged{pending.id}"
+    pending.closed_at = now
+    session.flush()  # the userid is free for the old account again
+    old.key, old.userid = key, pending.userid
+    old.closed_at = None
+    old.password_hash = pending.password_hash
+    old.confirmed_at, old.confirm_code_hash = now, None
+    old.credential_changes += 1  # reply addresses from before the signoff stay void
+    return old
+
+
 def open_account(session: Session, userid: str, password: str, email: str, *,
                  reserve_days: int = 0, now: datetime | None = None) -> User:
     """A new account.  A userid whose account closed less than ``reserve_days`` ago is

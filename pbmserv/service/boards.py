@@ -14,7 +14,15 @@ from typing import Any
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session, joinedload
 
-from pbmserv.db.models import Board, BoardEvent, Move, Subscription, User
+from pbmserv.db.models import (
+    Board,
+    BoardEvent,
+    Move,
+    Subscription,
+    Tournament,
+    TournamentGame,
+    User,
+)
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.service.budget import WorkBudget
 from pbmserv.service.errors import PlayerError
@@ -202,3 +210,10 @@ def request_event(session: Session, board: Board, event_id: int) -> dict[str, An
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
+
+
+def tournament_of_board(session: Session, board: Board) -> str | None:
+    """The name of the tournament whose game ``board`` is, if it is one's."""
+    return session.scalar(select(Tournament.name).join(
+        TournamentGame, TournamentGame.tournament_id == Tournament.id)
+        .where(TournamentGame.board_id == board.id))

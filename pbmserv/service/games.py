@@ -57,6 +57,7 @@ from pbmserv.service.boards import (
     position_at,
     position_of,
     seats_of,
+    tournament_of_board,
 )
 from pbmserv.service.consent import check_consent
 from pbmserv.service.errors import PlayerError
@@ -368,9 +369,13 @@ class GameService:
             Move.board_id == board.id, Move.seat == seat))
         if moved:
             raise PlayerError(N_("you have moved on this board already, so you cannot decline "
-                              "it; you may resign instead"), board=board)
+                                 "it; you may resign instead"), board=board)
+        tournament = tournament_of_board(self.session, board)
+        # no result on the board; a tournament scores it as lost by who declined it
+        scored = (f"; tournament {tournament} scores it as a loss for {user.userid} "
+                  f"({'0-1' if seat == 0 else '1-0'})" if tournament else "")
         self.finish(board, Outcome(None, Termination.DECLINED,
-                                   f"{user.userid} declined the game"),
+                                   f"{user.userid} declined the game{scored}"),
                     by=seat, comment=comment or None)
 
     # -- requests to the opponent ----------------------------------------------------------
@@ -662,6 +667,8 @@ class GameService:
         return vacation
 
     def _reschedule(self, user: User) -> None:
+        # the views of boards made before in the session show the clocks as they were
+        self.session.info[clocks.VACATIONS_CHANGED] = clocks.vacations_changed(self.session) + 1
         boards = self.session.scalars(
             select(Board).join(BoardPlayer)
             .where(BoardPlayer.user_id == user.id, Board.status == BoardStatus.ACTIVE)

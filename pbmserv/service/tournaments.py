@@ -86,6 +86,10 @@ MAX_ROUNDS = 31
 START_STEP = 16
 
 
+#: after the name of a player who left, in the standings
+LEFT_MARK = " (left)"
+
+
 @dataclass(frozen=True)
 class Setup:
     """How a tournament is to be played, as its creator asked."""
@@ -178,7 +182,10 @@ def pairings(games: Sequence[TournamentGame]) -> list[Pairing[int]]:
                     None if g.second_id is None else g.score) for g in games]
 
 
-def describe(session: Session, tournament: Tournament) -> View:
+def describe(session: Session, tournament: Tournament, *,
+             through_round: int | None = None) -> View:
+    """The tournament as players read it; ``through_round``: its standings as they
+    stood after that round (a round's mail: not with that round's byes yet)."""
     engine = tournament_engine(tournament.game)
     players = entrants(session, tournament)
     names = {p.user_id: p.user.userid for p in players}
@@ -194,11 +201,15 @@ def describe(session: Session, tournament: Tournament) -> View:
     if tournament.status is not TournamentStatus.OPEN:
         seats = engine.seats
         keys = [p.user_id for p in players]
-        table = crosstable(keys, pairings(games), tournament.kind,
-                           name=lambda uid: names[uid], seats=(seats[0], seats[1]))
+        counted = [g for g in games if through_round is None or g.round <= through_round]
+        # a player who left is marked in the standings
+        left = {p.user_id for p in players if p.withdrawn_at is not None}
+        table = crosstable(keys, pairings(counted), tournament.kind,
+                           name=lambda uid: names[uid] + (LEFT_MARK if uid in left else ""),
+                           seats=(seats[0], seats[1]))
         tiebreak = (TieBreak.SONNEBORN_BERGER if tournament.kind is TournamentKind.ROUND_ROBIN
                     else TieBreak.BUCHHOLZ)
-        leaders = tuple(names[s.player] for s in standings(keys, pairings(games), tiebreak)
+        leaders = tuple(names[s.player] for s in standings(keys, pairings(counted), tiebreak)
                         if s.rank == 1)
     return View(tournament, engine, tuple(p.user.userid for p in players),
                 tuple(p.user.userid for p in players if p.withdrawn_at is not None),
@@ -298,13 +309,14 @@ class TournamentService:
             raise PlayerError(f"{tournament.name} is over")
 
     # -- leaving ----------------------------------------------------------------------------
-    def leave(self, name: str, user: User) -> Tournament:
+    def leave(self, name: str, user: User, *, comment: str = "") -> Tournament:
         """Leave a tournament: before the start, just that; after it, every game still
-        in play is lost and the player is paired no more."""
+        in play is lost and the player is paired no more (``comment``: goes with each
+        of those boards' end to the opponent)."""
         tournament = find(self.session, name)
         if tournament.status is TournamentStatus.FINISHED:
             raise PlayerError(f"{tournament.name} is over")
-        self._withdraw(tournament, user, "left")
+        self._withdraw(tournament, user, "left", comment=comment)
         return tournament
 
     def leave_all(self, user: User) -> list[Tournament]:
@@ -316,10 +328,11 @@ class TournamentService:
                  .order_by(Tournament.id))
         left = list(self.session.scalars(query))
         for tournament in left:
-            self._withdraw(tournament, user, "signed off from")
+            self._withdraw(tournament, user, "signed off, leaving")
         return left
 
-    def _withdraw(self, tournament: Tournament, user: User, how: str) -> None:
+    def _withdraw(self, tournament: Tournament, user: User, how: str, *,
+                  comment: str = "") -> None:
         # the boards first, then the tournament: the order a finishing move takes them in
         boards = list(self.session.scalars(
             select(Board).join(TournamentGame, TournamentGame.board_id == Board.id)
@@ -339,8 +352,10 @@ class TournamentService:
         entry.withdrawn_at = self.games.now
         for board in boards:
             seat = next(p.seat for p in board.players if p.user_id == user.id)
-            self.games.finish(board, Outcome(1 - seat, Termination.RESIGNATION,
-                                             f"{user.userid} {how} {tournament.name}"), by=seat)
+            self.games.finish(board, Outcome(
+                1 - seat, Termination.RESIGNATION,
+                f"{user.userid} {how} tournament {tournament.name}, which counts as a "
+                "resignation"), by=seat, comment=comment or None)
 
     # -- running ------------------------------------------------------------------------------
     def _begin(self, tournament: Tournament) -> None:
