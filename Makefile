@@ -58,11 +58,12 @@ bench: $(STAMP)
 # strings are then to translate (docs/architecture.md: adding a string, a language).
 # The catalogues are read as they are when the server starts: nothing to compile.
 LOCALE := pbmserv/locale
+BABEL_KEYWORDS := -k N_ -k our_subject:2
 messages: $(STAMP)
 	$(BIN)/pybabel -q extract -F babel.cfg --omit-header --sort-output --no-wrap \
-	    --add-location=file -o $(LOCALE)/messages.pot .
+	    --add-location=file $(BABEL_KEYWORDS) -o $(LOCALE)/messages.pot .
 	for po in $(LOCALE)/*/LC_MESSAGES/messages.po; do \
-	    $(BIN)/pybabel -q update --no-wrap --ignore-obsolete --previous --ignore-pot-creation-date \
+	    $(BIN)/pybabel -q update --no-wrap --ignore-obsolete --no-fuzzy-matching --ignore-pot-creation-date \
 	        -i $(LOCALE)/messages.pot -o $$po -l $$(basename $$(dirname $$(dirname $$po))) \
 	        || exit 1; done
 

@@ -118,3 +118,10 @@ def language_tag(header: str | None) -> str | None:
         if primary in LANGUAGES:
             return primary
     return None
+
+
+def N_(message: str) -> str:
+    """Mark ``message`` for translation where it is written (a command's summary): it
+    is extracted into the catalogues, and looked up where a template says it (the
+    ``translated`` filter)."""
+    return message

@@ -30,6 +30,7 @@ from pbmserv.db.models import InboundMessage, OutboxMessage
 from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.db.status import InboundStatus, OutboxStatus
+from pbmserv.i18n import N_
 from pbmserv.intake.imap import check_mailbox
 from pbmserv.logs import LOG_FILE_MODE
 from pbmserv.mail.addresses import address_key
@@ -375,7 +376,7 @@ def discard_matching(db: Database, *, older_than: timedelta | None = None,
     at least one of the two.  Kept, marked discarded; one a sender holds this instant
     is left alone.  Returns how many."""
     if older_than is None and to is None:
-        raise PlayerError("say which mail to discard: --older-than, --to, or both")
+        raise PlayerError(N_("say which mail to discard: --older-than, --to, or both"))
     conditions = [OutboxMessage.status.in_(DISCARDABLE), _not_sending()]
     if older_than is not None:
         conditions.append(OutboxMessage.created_at < (now or utcnow()) - older_than)

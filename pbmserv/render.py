@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+import unicodedata
 from collections.abc import Iterable, MutableMapping
 from datetime import datetime
 from functools import cache
@@ -59,6 +60,71 @@ _FITS = frozenset("\t\n\x0b\x0c\r")
 _SPACE_RUN = re.compile(" {2,}")
 
 
+def columns(text: str) -> int:
+    """How many columns ``text`` takes on a terminal or in a mail reader's fixed-width
+    font: an East Asian wide or full-width character (``W``, ``F``) takes two, a
+    combining mark none, any other one."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(c) else
+               2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+#: where a line of East Asian text may not begin: closing brackets and punctuation
+#: (kinsoku), which stay at the end of the line before
+_NO_LINE_START = frozenset(
+    "、。，．・：；？！）」』】〕〉》"  # noqa: RUF001 (the full-width marks themselves)
+    "ー〜ぁぃぅぇぉっゃゅょァィゥェォッャュョ,.:;!?)]}")
+#: a word that is a web or mail address in East Asian text too
+_UNITS = re.compile(r"<?(?:https?://|ftp://|www\.|mailto:)\S+| +|[^\s]")
+
+
+def _fill_wide(words: str, width: int, first: str, rest: str, out: list[str]) -> None:
+    """Greedy line filling counted in columns (``columns``), for a line that holds
+    East Asian wide characters: a line may break at a space (dropped) and between two
+    characters of which one is wide (no spaces there in Chinese or Japanese), never
+    before closing punctuation; Latin words and addresses stay whole (a word wider
+    than a line is cut)."""
+    # units: a run of spaces, an address, a Latin word, or a single wide character
+    units: list[str] = []
+    for unit in _UNITS.findall(words):
+        wide = len(unit) == 1 and columns(unit) == 2
+        if (units and not wide and unit != " " * len(unit) and units[-1][-1:] != " "
+                and columns(units[-1][-1]) == 1 and len(unit) == 1):
+            units[-1] += unit  # a Latin word, letter by letter
+        else:
+            units.append(unit)
+    indent, line, used = first, "", 0
+    room = width - columns(first)
+    for unit in units:
+        size = columns(unit)
+        if unit.startswith(" "):
+            if line:
+                line, used = line + unit, used + size
+            continue
+        if used + size > room and line.strip():
+            keep = ""
+            if unit[0] in _NO_LINE_START and len(line.rstrip()) > 1 \
+                    and columns(line.rstrip()[-1]) == 2:
+                keep, line = line.rstrip()[-1], line.rstrip()[:-1]  # it goes down too
+            out.append(indent + line.rstrip(" "))
+            indent, room = rest, width - columns(rest)
+            line, used = keep, columns(keep)
+        while size > room and not _URL.match(unit):  # a word wider than a line: cut
+            cut, taken = 0, 0
+            while cut < len(unit) and taken + columns(unit[cut]) <= room - used:
+                taken += columns(unit[cut])
+                cut += 1
+            cut = max(cut, 1)
+            out.append(indent + line + unit[:cut])
+            indent, room = rest, width - columns(rest)
+            line, used, unit = "", 0, unit[cut:]
+            size = columns(unit)
+        line, used = line + unit, used + size
+    if line.strip() or not out:
+        out.append(indent + line.rstrip(" "))
+
+
 def _fill(words: str, width: int, first: str, rest: str, out: list[str]) -> bool:
     """Greedy line filling, the same as ``textwrap.wrap(words, width, initial_indent=first,
     subsequent_indent=rest, break_on_hyphens=False)`` of a line without leading or
@@ -93,7 +159,8 @@ def wrap(text: str, width: int = LINE_WIDTH, indent: str = "") -> str:
     """Wrap each line to ``width`` columns, keeping blank lines.
 
     A line is one paragraph; its continuation lines keep its indentation, and hang
-    under the text of a bullet (``  - item``) or of a term (``  b3-b5   text``).
+    under the text of a bullet (``  - item``) or of a term (``  b3-b5   text``).  An
+    East Asian wide character takes two columns (``columns``).
     """
     out: list[str] = []
     for line in str(text).split("\n"):
@@ -104,6 +171,14 @@ def wrap(text: str, width: int = LINE_WIDTH, indent: str = "") -> str:
         words = body.lstrip()
         lead = len(body) - len(words)
         first = indent + " " * lead
+        if not words.isascii() and columns(words) != len(words):
+            if columns(first) + columns(words) <= width:
+                out.append(first + words)
+            else:
+                hang = _HANGING.match(body)
+                _fill_wide(words, width, first,
+                           indent + " " * (columns(hang.group(1)) if hang else lead), out)
+            continue
         # an address holds "://", "www." or "mailto:" (in any case)
         maybe_url = ("://" in words or "w." in words or "o:" in words or "W." in words
                      or "O:" in words)

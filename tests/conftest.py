@@ -26,6 +26,7 @@ from pbmserv.db.status import InboundStatus, OutboxStatus
 from pbmserv.intake.store import store_message
 from pbmserv.logs import AUDIT, MARK
 from pbmserv.processing import process_message
+from pbmserv.render import columns
 from pbmserv.service.accounts import MIN_PASSWORD
 from pbmserv.service.passwords import hash_password
 
@@ -117,12 +118,13 @@ LONG_URL_LINE = re.compile(r" *(> ?)*<?(https?://|ftp://|www\.|mailto:)\S+")
 
 
 def check_mail_shape(mails: list[OutboxMessage]) -> None:
-    """Every mail the server sends: lines of at most 76 columns (but for a long URL
+    """Every mail the server sends: lines of at most 76 columns, a wide character
+    counted as two (but for a long URL
     alone on its line, and a long string in a JSON record: they are never cut), no
     trailing blanks."""
     for mail in mails:
         for line in mail.body.split("\n"):
-            assert len(line) <= 76 or LONG_URL_LINE.fullmatch(line) or (
+            assert columns(line) <= 76 or LONG_URL_LINE.fullmatch(line) or (
                 mail.subject.endswith("(JSON)") and LONG_JSON_LINE.fullmatch(line)), \
                 f"{mail.subject!r}: line of {len(line)}: {line!r}"
             assert line == line.rstrip(), f"{mail.subject!r}: trailing blank: {line!r}"

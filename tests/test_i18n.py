@@ -5,16 +5,18 @@ rendering speaks the language asked for, falling back to English."""
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from babel.messages.catalog import Catalog
-from babel.messages.extract import extract_from_dir
+from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
 from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po
 
 from pbmserv import i18n
-from pbmserv.render import render
+from pbmserv.render import columns, render, wrap
 
 ROOT = Path(__file__).resolve().parent.parent
 POT = i18n.locale_dir() / "messages.pot"
@@ -30,20 +32,32 @@ def catalogue(path: Path, language: str | None = None) -> Catalog:
         return read_po(po, locale=language)
 
 
+def keywords() -> dict[str, Any]:
+    """Babel's keywords and those of the Makefile's BABEL_KEYWORDS (``-k name:arg``)."""
+    line = next(line for line in (ROOT / "Makefile").read_text().splitlines()
+                if line.startswith("BABEL_KEYWORDS"))
+    found: dict[str, Any] = dict(DEFAULT_KEYWORDS)
+    for spec in re.findall(r"-k (\S+)", line):
+        name, _, arg = spec.partition(":")
+        found[name] = (int(arg),) if arg else None
+    return found
+
+
 def extracted() -> set[tuple[str | None, str | tuple[str, ...]]]:
-    """The strings the templates mark now, extracted as ``make messages`` does."""
+    """The strings the templates and the code mark now, extracted as ``make messages``
+    does."""
     with (ROOT / "babel.cfg").open() as cfg:
         method_map, options_map = parse_mapping_cfg(cfg)  # type: ignore[no-untyped-call]
     found: set[tuple[str | None, str | tuple[str, ...]]] = set()
     for _file, _line, message, _comments, context in extract_from_dir(
-            str(ROOT), method_map, options_map):
+            str(ROOT), method_map, options_map, keywords=keywords()):
         found.add((context, message))
     return found
 
 
 def test_messages_pot_is_up_to_date_with_the_templates() -> None:
-    """messages.pot holds exactly what the templates mark: run ``make messages`` after
-    changing a template's words."""
+    """messages.pot holds exactly what the templates and the code mark: run ``make
+    messages`` after changing a template's words (or an error's)."""
     pot = {(m.context, m.id) for m in catalogue(POT) if m.id}
     now = extracted()
     assert now, "no template marks a string"
@@ -65,8 +79,8 @@ def test_catalogue_is_well_formed(language: str) -> None:
     pot = {(m.context, m.id) for m in catalogue(POT) if m.id}
     assert {(m.context, m.id) for m in po if m.id} == pot, "make messages"
     for message in po:
-        if not message.id or not message.string:
-            continue
+        if not message.id or not message.string or message.fuzzy:
+            continue  # (a fuzzy one is not used: English is)
         ids = tuple(message.id) if isinstance(message.id, tuple | list) else (message.id,)
         strings = (tuple(message.string) if isinstance(message.string, tuple | list)
                    else (message.string,))
@@ -114,3 +128,34 @@ def test_content_language_names_a_shipped_language() -> None:
     assert i18n.language_tag("pt-BR, fr") == "fr"
     assert i18n.language_tag("pt-BR") is None
     assert i18n.language_tag(None) is None
+
+
+def test_a_wide_character_takes_two_columns() -> None:
+    assert columns("abc") == 3
+    assert columns("日本語") == 6
+    assert columns("ｱ") == 1  # half-width katakana
+    assert columns("\uff21") == 2  # a full-width Latin A
+    assert columns("e\u0301") == 1  # a combining accent takes none
+
+
+def test_wrap_counts_east_asian_text_in_columns() -> None:
+    """Japanese has no spaces: a line breaks between characters, never before closing
+    punctuation, and no line is wider than 76 columns; Latin words and moves inside
+    stay whole, a long address stays whole on a line of its own."""
+    text = ("あなたの手番です。アメーバの盤101で、alice さんが e3-d3#12 を指しました。"
+            "次は bob さんの番です。盤面のメールが届いたら、そのメールに返信して、"
+            "最初の行に手だけを書いてください。 https://example.org/move/" + "x" * 70)
+    lines = wrap(text).split("\n")
+    assert all(columns(line) <= 76 for line in lines[:-1]), lines
+    assert lines[-1] == "https://example.org/move/" + "x" * 70
+    assert "".join(lines[:-1]).replace(" ", "") == text.split(" https")[0].replace(" ", "")
+    assert not any(line[0] in "、。」\uff09" for line in lines), lines
+    assert any("e3-d3#12" in line for line in lines)
+    assert len(lines) >= 3 and columns(lines[0]) > 70  # lines are filled, not cut short
+    # a bullet's continuation hangs under its text
+    bullet = wrap("  - " + "盤面" * 40)
+    assert all(line.startswith("    ") for line in bullet.split("\n")[1:])
+    assert all(columns(line) <= 76 for line in bullet.split("\n"))
+    # English is wrapped as it always was (textwrap's lines)
+    english = "word " * 40
+    assert wrap(english) == "\n".join(textwrap.wrap(english, 76, break_on_hyphens=False))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pbmserv import i18n
 from pbmserv.commands.args import small_number
 from pbmserv.commands.base import Command, Context, Invocation, Result, login
 from pbmserv.db.models import MailPrefs, User
 from pbmserv.db.status import DigestMode
+from pbmserv.i18n import LANGUAGES, N_
 from pbmserv.notifications.accounts import (
     mail_address_code,
     mail_reset_code,
@@ -36,7 +38,7 @@ from pbmserv.service.tournaments import TournamentService
 class Signup(Command):
     name = "signup"
     arguments = "userid password [email]"
-    summary = "open an account; mail goes to the sender's address unless another is given"
+    summary = N_("open an account; mail goes to the sender's address unless another is given")
     secret_args = (1,)
     min_args = 2
     max_args = 3
@@ -53,6 +55,9 @@ class Signup(Command):
         user = open_account(ctx.session, inv.args[0], inv.args[1], email,
                             reserve_days=settings.userid_reserve_days, now=now)
         user.created_at = now
+        if ctx.language:  # the signup mail's Content-Language speaks for the new player
+            ctx.session.flush()  # (its id)
+            mail_prefs.set_language(ctx.session, user, ctx.language)
         code = confirmations.start(user, ctx.sender)
         lapses = confirmations.lapses_at(user, settings.confirm_hours)
         subject = f"confirm {user.userid} {code}"
@@ -75,7 +80,7 @@ class Signup(Command):
 class Confirm(Command):
     name = "confirm"
     arguments = "userid code"
-    summary = ("confirm a new account, or a new address, with the code mailed to that "
+    summary = N_("confirm a new account, or a new address, with the code mailed to that "
                "address (a reply to that mail does it: its Subject is this command)")
     secret_args = (1,)
     min_args = 2
@@ -110,7 +115,7 @@ class Confirm(Command):
 class Change(Command):
     name = "change"
     arguments = "password userid old new | address userid password email"
-    summary = ("change your password, or the address your mail goes to (a new address "
+    summary = N_("change your password, or the address your mail goes to (a new address "
                "takes effect once it answers the mail sent there; the old one is told)")
     min_args = 4
     max_args = 4
@@ -127,7 +132,7 @@ class Change(Command):
         elif what.lower() == "address":
             return self.ask_address(ctx, user, check_email(new))
         else:
-            raise PlayerError("you can change your password or address, not that",
+            raise PlayerError(N_("you can change your password or address, not that"),
                               usage=True)
         return Result(render("commands/change.txt.j2", user=user, what=what.lower()),
                       subject=our_subject(ctx.settings,
@@ -162,7 +167,7 @@ class Change(Command):
 class Signoff(Command):
     name = "signoff"
     arguments = "userid password"
-    summary = ("close your account (finished games keep their records); you leave your "
+    summary = N_("close your account (finished games keep their records); you leave your "
                "tournaments, losing their games still in play")
     secret_args = (1,)
     min_args = 2
@@ -192,7 +197,7 @@ class VacationCommand(Command):
             word = inv.args[2].lower()
             days = None if word == "off" else small_number(word)
             if word != "off" and (days is None or days > clock.MAX_CLOCK_DAYS):
-                raise PlayerError("give the number of days, or 'off'", usage=True)
+                raise PlayerError(N_("give the number of days, or 'off'"), usage=True)
             service.vacation(user, days)
         current = clocks.current_vacation(ctx.session, user.id, service.now)
         taken = clocks.days_taken(ctx.session, user.id, service.now)
@@ -206,9 +211,12 @@ class VacationCommand(Command):
 
 class MailPreferences(Command):
     name = "notify"
-    arguments = "userid password [html on|off | words on|off | digest daily|twice|off [HOUR]]"
-    summary = ("how your mail comes: 'html off' for plain text only; 'words on' adds the "
-               "board in words, for a screen reader; 'digest daily' (or "
+    arguments = ("userid password [html on|off | words on|off | language en|de|fr|ja "
+                 "| digest daily|twice|off [HOUR]]")
+    summary = N_("how your mail comes: 'html off' for plain text only; 'words on' adds the "
+               "board in words, for a screen reader; 'language de' has the server write "
+               "to you in German (en English, de German, fr French, ja Japanese: "
+               "commands stay as they are); 'digest daily' (or "
                "'twice') for one mail a day (or two) listing the boards that wait for your "
                "move, instead of a mail per move, at HOUR o'clock UTC (default 18); with "
                "nothing after the password, how it stands")
@@ -225,21 +233,31 @@ class MailPreferences(Command):
             chosen = mail_prefs.set_html(ctx.session, user, words[1] == "on")
         elif words[:1] == ["words"] and words[1:] in (["on"], ["off"]):
             chosen = mail_prefs.set_words(ctx.session, user, words[1] == "on")
+        elif words[:1] == ["language"]:
+            if len(words) != 2 or words[1] not in LANGUAGES:
+                raise PlayerError("the languages are " + ", ".join(
+                    f"{code} ({name})" for code, name in LANGUAGES.items())
+                    + ": write 'language' and one of them, as 'language de'", usage=True)
+            chosen = mail_prefs.set_language(ctx.session, user, words[1])
+            i18n.switch(words[1])  # this reply says it in the language chosen
         elif words[:1] == ["digest"] and len(words) in (2, 3) \
                 and words[1] in {m.value for m in DigestMode}:
             hour = None
             if len(words) == 3:
                 hour = small_number(words[2])
                 if hour is None:
-                    raise PlayerError("the digest hour is a whole hour from 0 to 23 (UTC)")
+                    raise PlayerError(N_("the digest hour is a whole hour from 0 to 23 (UTC)"))
             chosen = mail_prefs.set_digest(ctx.session, user, DigestMode(words[1]), hour, now)
         elif words:
-            raise PlayerError("write 'html on', 'html off', 'words on', 'words off', 'digest "
-                              "daily', 'digest twice' or 'digest off' (a digest may end with "
-                              "its hour, 0 to 23)", usage=True)
+            raise PlayerError(N_("write 'html on', 'html off', 'words on', 'words off', "
+                              "'language de' (or en, fr, ja), 'digest daily', 'digest twice' "
+                              "or 'digest off' (a digest may end with its hour, 0 to 23)"),
+                              usage=True)
         return Result(render("commands/mail_prefs.txt.j2", user=user,
                              html=chosen.html if chosen else True,
                              words=chosen.words if chosen else False,
+                             language=(chosen.language if chosen else None) or "en",
+                             languages=LANGUAGES,
                              digest=chosen.digest if chosen else DigestMode.OFF,
                              hour=chosen.digest_hour if chosen else mail_prefs.DEFAULT_HOUR,
                              next_at=chosen.digest_next_at if chosen else None),
@@ -249,7 +267,7 @@ class MailPreferences(Command):
 class Reset(Command):
     name = "reset"
     arguments = "userid [code newpassword]"
-    summary = ("forgot your password? 'reset userid' mails a one-time code to the "
+    summary = N_("forgot your password? 'reset userid' mails a one-time code to the "
                "account's own address; then 'reset userid code newpassword' sets the "
                "new password")
     secret_args = (1, 2)
@@ -258,7 +276,7 @@ class Reset(Command):
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
         if len(inv.args) == 2:
-            raise PlayerError("give the code and the new password, or neither", usage=True)
+            raise PlayerError(N_("give the code and the new password, or neither"), usage=True)
         user = existing_user(ctx.session, inv.args[0])
         now = ctx.service.now
         subject = our_subject(ctx.settings, f"{user.userid}'s password")

@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pbmserv.i18n import N_
 from pbmserv.service.errors import PlayerError
 
 #: the largest number a player may write (board and move numbers fit any SQL integer)
@@ -39,7 +40,7 @@ def parse_board_ref(text: str) -> tuple[int, int | None]:
 def board_number(text: str) -> int:
     number, at = parse_board_ref(text)
     if at is not None:
-        raise PlayerError("a move number goes on the move (like a1-a2#3), not on the board")
+        raise PlayerError(N_("a move number goes on the move (like a1-a2#3), not on the board"))
     return number
 
 

@@ -18,6 +18,7 @@ from pbmserv.commands.args import attach_numbers, is_board_ref
 from pbmserv.config import Settings
 from pbmserv.db.models import Board, User
 from pbmserv.games import ENGINES, AnyEngine, get_engine
+from pbmserv.i18n import N_
 from pbmserv.mail.addresses import address_key
 from pbmserv.mail.quotes import mask_addresses
 from pbmserv.notifications.replies import BoardAnswer
@@ -77,6 +78,9 @@ class Context:
     named_reply_to: str = ""
     #: the work the mail may still make the server do (pbmserv.service.budget)
     budget: WorkBudget = field(init=False)
+    #: the language the mail's Content-Language names (pbmserv.i18n), if one is shipped:
+    #: a new account's (signup), and the reply's where the sender chose none
+    language: str | None = None
     #: a game's tables this mail has read (standings, ratings): read once a mail
     looked_up: dict[tuple[str, str], Any] = field(default_factory=dict)
     #: the tag of the move-by-reply address the mail was sent to, if any: it stands
@@ -232,7 +236,7 @@ class Registry:
         """The command a line names; raises PlayerError saying what is unknown."""
         words = line.split()
         if not words:
-            raise PlayerError("the command line is empty")
+            raise PlayerError(N_("the command line is empty"))
         first = words[0].lower()
         engine = get_engine(first)
         if engine is not None:

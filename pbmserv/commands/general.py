@@ -7,6 +7,7 @@ from pbmserv.commands.args import small_number
 from pbmserv.commands.base import Command, Context, Invocation, Registry, Result
 from pbmserv.db.status import BoardStatus
 from pbmserv.games import ENGINES, AnyEngine, get_engine
+from pbmserv.i18n import N_
 from pbmserv.notifications.subjects import our_subject
 from pbmserv.notifications.views import status_line
 from pbmserv.reads.boards import board_counts, open_seek_counts, open_seeks
@@ -74,7 +75,7 @@ def list_words(words: list[str]) -> tuple[list[AnyEngine], int | None]:
     if len(rest) >= 2 and rest[-2].lower() == "before":
         before = small_number(rest[-1])
         if before is None:
-            raise PlayerError("'before' takes a board number, like 'before 1234'",
+            raise PlayerError(N_("'before' takes a board number, like 'before 1234'"),
                               usage=True)
         rest = rest[:-2]
     for place, word in enumerate(rest, start=1):

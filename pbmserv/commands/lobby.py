@@ -12,6 +12,7 @@ from pbmserv.commands.args import (
 from pbmserv.commands.base import Command, Context, Invocation, Result, login
 from pbmserv.commands.play import board_result, started_result
 from pbmserv.db.models import User
+from pbmserv.i18n import N_
 from pbmserv.render import render
 from pbmserv.service import consent, limits
 from pbmserv.service.accounts import existing_user
@@ -22,7 +23,7 @@ from pbmserv.service.errors import PlayerError
 def seek_number(text: str) -> int:
     number = small_number(text)
     if number is None:
-        raise PlayerError("a seek is named by its number, as 'list <game>' shows it",
+        raise PlayerError(N_("a seek is named by its number, as 'list <game>' shows it"),
                           usage=True)
     return number
 
@@ -31,7 +32,7 @@ class SeekCommand(Command):
     name = "seek"
     per_game = True
     arguments = "userid password [-option...] [--nagtime=DAYS] [--forfeittime=DAYS]"
-    summary = ("post an open challenge that anyone may join; you will move first. "
+    summary = N_("post an open challenge that anyone may join; you will move first. "
                "'list <game>' shows the open ones")
     secret_args = (1,)
     min_args = 2
@@ -53,7 +54,7 @@ class Join(Command):
     name = "join"
     per_game = True
     arguments = "seek userid password"
-    summary = "take up an open challenge: the board starts at once"
+    summary = N_("take up an open challenge: the board starts at once")
     secret_args = (2,)
     min_args = 3
     max_args = 3
@@ -68,7 +69,7 @@ class Unseek(Command):
     name = "unseek"
     per_game = True
     arguments = "seek userid password"
-    summary = "withdraw your open challenge"
+    summary = N_("withdraw your open challenge")
     secret_args = (2,)
     min_args = 3
     max_args = 3
@@ -105,7 +106,7 @@ class Policy(Command):
         elif names:
             others = [existing_user(ctx.session, n) for n in names]
             if any(o.id == user.id for o in others):
-                raise PlayerError("you cannot challenge yourself anyway")
+                raise PlayerError(N_("you cannot challenge yourself anyway"))
             consent.set_players(ctx.session, user, game, others, self.accept)
         return policy_result(ctx, inv, user)
 
@@ -125,7 +126,7 @@ def policy_result(ctx: Context, inv: Invocation, user: User) -> Result:
 class Accept(Policy):
     name = "accept"
     arguments = "userid password [all|userid...] | board userid password"
-    summary = ("take challenges from everyone ('all') or from these players; without "
+    summary = N_("take challenges from everyone ('all') or from these players; without "
                "names, shows whose challenges you take. With a board number: take up a "
                "board someone challenged you to, so that it counts for you (rated, and "
                "lost if your clock runs out); answering an offer is the move 'accept'")
@@ -150,7 +151,7 @@ class Accept(Policy):
 
 class Reject(Policy):
     name = "reject"
-    summary = ("refuse challenges from everyone ('all') or from these players; 'reject "
+    summary = N_("refuse challenges from everyone ('all') or from these players; 'reject "
                "all' then 'accept alice' takes only alice's")
     accept = False
 
@@ -159,7 +160,8 @@ class Limit(Command):
     name = "limit"
     per_game = True
     arguments = "userid password N|none"
-    summary = "the most boards of this game you play at once; new challenges beyond it are refused"
+    summary = N_("the most boards of this game you play at once; new challenges beyond it "
+                 "are refused")
     secret_args = (1,)
     min_args = 3
     max_args = 3
@@ -169,6 +171,6 @@ class Limit(Command):
         word = inv.args[2].lower()
         limit = None if word == "none" else small_number(word)
         if word != "none" and (limit is None or not 1 <= limit <= 1000):
-            raise PlayerError("the limit is a number from 1 to 1000, or 'none'", usage=True)
+            raise PlayerError(N_("the limit is a number from 1 to 1000, or 'none'"), usage=True)
         consent.set_limit(ctx.session, user, inv.engine.name, limit)
         return policy_result(ctx, inv, user)

@@ -19,6 +19,7 @@ from pbmserv.commands.general import game_help
 from pbmserv.db.models import Board, User
 from pbmserv.db.status import RequestKind
 from pbmserv.games import AnyEngine
+from pbmserv.i18n import N_
 from pbmserv.notifications.notes import notes_of
 from pbmserv.notifications.replies import BoardAnswer
 from pbmserv.notifications.views import agreed_ending
@@ -93,7 +94,7 @@ def started_result(ctx: Context, board: Board, user: User | None, *,
 class GameHelp(Command):
     name = "help"
     per_game = True
-    summary = "the rules of the game, its options and how to write a move"
+    summary = N_("the rules of the game, its options and how to write a move")
     max_args = 0
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
@@ -106,7 +107,7 @@ class Challenge(Command):
     per_game = True
     arguments = ("userid1 userid2 [-option...] [--nagtime=DAYS] [--forfeittime=DAYS] "
                  "[password]")
-    summary = ("start a board between two players at once; userid1 moves first. With "
+    summary = N_("start a board between two players at once; userid1 moves first. With "
                "your password (last, or right after the userids), or sent to a reply "
                "address of yours, the board is yours at once; without, it counts for "
                "nobody until they move on it or accept it. The clock nags after 7 days "
@@ -154,8 +155,8 @@ def challenger_login(ctx: Context, users: list[User], password: str) -> User:
     first player named, as a wrong login does)."""
     people = [u for u in users if u.bot is None]
     if not people:
-        raise PlayerError("a password in a challenge is a player's own, and every "
-                          "player named is a bot; leave the password out")
+        raise PlayerError(N_("a password in a challenge is a player's own, and every "
+                          "player named is a bot; leave the password out"))
     own = [u for u in people if u.email == ctx.sender.lower()]
     candidates = own or [u for u in people if check_password(u.password_hash, password)]
     chosen = (candidates or people)[0]
@@ -182,7 +183,7 @@ class MoveCommand(Command):
     aliases = ("board",)
     per_game = True
     arguments = "board userid password move[#n]"
-    summary = ("play a move; '#n' (the move's number) guards against repeated mail. In "
+    summary = N_("play a move; '#n' (the move's number) guards against repeated mail. In "
                "place of a move: 'resign'; 'propose' (offer to end the game by "
                "agreement); 'undo' (ask to take back your last move, with the answer "
                "to it if one came); 'accept' or 'reject' (answer your opponent's offer "
@@ -196,10 +197,10 @@ class MoveCommand(Command):
     def check_arity(self, inv: Invocation) -> None:
         if len(inv.args) > self.max_args and is_board_ref(inv.args[0]):
             # the words are not quoted: any of them may be a password
-            raise PlayerError(
+            raise PlayerError(N_(
                 "a move is one word, and nothing may follow it on the command line; a "
                 "comment for your opponent goes in the body of the mail, under the "
-                "command", usage=True)
+                "command"), usage=True)
         super().check_arity(inv)
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
@@ -259,13 +260,13 @@ def reply_move(ctx: Context, tag: str, text: str) -> Result:
     token = read_token(secret, tag, lambda user_id: changes_of(ctx.session, user_id))
     if token is None:
         revoked_reply(ctx, secret, tag)
-        raise PlayerError("this mail went to a reply address the server did not give "
+        raise PlayerError(N_("this mail went to a reply address the server did not give "
                           "out (or one that was changed); write the whole command instead, "
-                          "as the \"To move:\" line of the board mail shows it")
+                          "as the \"To move:\" line of the board mail shows it"))
     board = load_board_by_id(ctx.session, token.board_id, lock=True)
     user = ctx.session.get(User, token.user_id)
     if board is None or user is None or user.closed_at is not None:
-        raise PlayerError("the board or the player of this reply address is gone")
+        raise PlayerError(N_("the board or the player of this reply address is gone"))
     check_enabled(user)  # the address stands for the password: not for a disabled account
     engine = engine_of(board)
     move, at = split_move_number(text)
@@ -370,12 +371,12 @@ class BoardWordCommand(Command):
 
 class Resign(BoardWordCommand):
     name = "resign"
-    summary = "give up the game (also accepted as the move 'resign'); the body is your comment"
+    summary = N_("give up the game (also accepted as the move 'resign'); the body is your comment")
 
 
 class Decline(BoardWordCommand):
     name = "decline"
-    summary = ("end a board you have not moved on yet, with no result (also the move "
+    summary = N_("end a board you have not moved on yet, with no result (also the move "
                "'decline')")
 
 
@@ -383,7 +384,7 @@ class Queue(Command):
     name = "queue"
     per_game = True
     arguments = "board userid password [OPP MINE ...|clear]"
-    summary = ("conditional moves: when your opponent plays OPP, MINE is played for you at "
+    summary = N_("conditional moves: when your opponent plays OPP, MINE is played for you at "
                "once; the next pair waits for the next turn, and any other move clears the "
                "queue. Each move is checked now. Without pairs, shows your queue")
     secret_args = (2,)

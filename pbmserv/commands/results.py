@@ -7,6 +7,7 @@ from typing import TypeVar
 
 from pbmserv.commands.args import board_number
 from pbmserv.commands.base import Command, Context, Invocation, Result
+from pbmserv.i18n import N_
 from pbmserv.ratings import PROVISIONAL_RD, format_rating
 from pbmserv.records import dump_json, to_text
 from pbmserv.render import render
@@ -28,7 +29,7 @@ class Ratings(Command):
     name = "ratings"
     per_game = True
     arguments = "[userid]"
-    summary = ("the Glicko-2 ratings of this game, best first, with their deviation (RD) "
+    summary = N_("the Glicko-2 ratings of this game, best first, with their deviation (RD) "
                "and games played; with a userid, that player's rating")
     max_args = 1
 
@@ -69,7 +70,7 @@ def looked_up(ctx: Context, what: str, game: str, cost: int, read: Callable[[], 
 class Standings(Command):
     name = "standings"
     per_game = True
-    summary = "wins, losses and draws of every player of this game"
+    summary = N_("wins, losses and draws of every player of this game")
     max_args = 0
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
@@ -85,7 +86,7 @@ class History(Command):
     name = "history"
     per_game = True
     arguments = "userid"
-    summary = ("a player's finished boards of this game, the last first: opponent, "
+    summary = N_("a player's finished boards of this game, the last first: opponent, "
                "result, how it ended, rating change")
     min_args = 1
     max_args = 1
@@ -104,7 +105,7 @@ class Record(Command):
     name = "record"
     per_game = True
     arguments = "board [text|json]"
-    summary = ("the full record of a board: tags in the PGN manner, then every move with "
+    summary = N_("the full record of a board: tags in the PGN manner, then every move with "
                "its time and comment (proper PGN for amoeba); 'json': the same as JSON, "
                "as the administrator's export writes it")
     min_args = 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pbmserv.commands.args import board_number
 from pbmserv.commands.base import Command, Context, Invocation, Result, login
 from pbmserv.commands.play import acting
+from pbmserv.i18n import N_
 from pbmserv.render import render
 from pbmserv.service import limits
 from pbmserv.service.boards import load_board
@@ -35,13 +36,13 @@ class Watch(Command):
 
 class Subscribe(Watch):
     name = "subscribe"
-    summary = "watch a board: you get every board mail of it"
+    summary = N_("watch a board: you get every board mail of it")
     on = True
 
 
 class Unsubscribe(Watch):
     name = "unsubscribe"
-    summary = "stop watching a board"
+    summary = N_("stop watching a board")
     on = False
 
 
@@ -49,7 +50,7 @@ class Notify(Command):
     name = "notify"
     per_game = True
     arguments = "userid password [on|off]"
-    summary = ("a mail whenever a board of this game finishes, with its result; without "
+    summary = N_("a mail whenever a board of this game finishes, with its result; without "
                "on or off it switches")
     secret_args = (1,)
     min_args = 2
@@ -60,7 +61,7 @@ class Notify(Command):
         engine = inv.engine
         word = inv.args[2].lower() if len(inv.args) > 2 else None
         if word not in (None, "on", "off"):
-            raise PlayerError("write on or off, or nothing to switch", usage=True)
+            raise PlayerError(N_("write on or off, or nothing to switch"), usage=True)
         on = ctx.service.set_notify(user, engine.name, None if word is None else word == "on")
         return Result(render("commands/notify.txt.j2", engine=engine, user=user, on=on),
                       subject=f"{engine.title} notices " + ("on" if on else "off"))
@@ -70,7 +71,7 @@ class Chat(Command):
     name = "chat"
     per_game = True
     arguments = "board userid password"
-    summary = "send the body of your mail to the players and subscribers of a board"
+    summary = N_("send the body of your mail to the players and subscribers of a board")
     secret_args = (2,)
     min_args = 3
     max_args = 3

@@ -9,6 +9,7 @@ from pbmserv.commands.args import parse_challenge_words, small_number
 from pbmserv.commands.base import Command, Context, Invocation, Result, login
 from pbmserv.db.models import Board
 from pbmserv.db.status import TournamentStatus
+from pbmserv.i18n import N_
 from pbmserv.notifications.subjects import our_subject
 from pbmserv.notifications.tournaments import crosstable_text
 from pbmserv.reads.pages import PAGE_SIZE, tournaments_page
@@ -46,7 +47,7 @@ def parse_setup(words: Sequence[str]) -> Setup:
         if low in ("-roundrobin", "-swiss"):
             new = TournamentKind.SWISS if low == "-swiss" else TournamentKind.ROUND_ROBIN
             if kind is not None and kind is not new:
-                raise PlayerError("a tournament is -roundrobin or -swiss, not both", usage=True)
+                raise PlayerError(N_("a tournament is -roundrobin or -swiss, not both"), usage=True)
             kind = new
         elif low == "-double":
             double = True
@@ -60,7 +61,7 @@ def parse_setup(words: Sequence[str]) -> Setup:
         else:
             rest.append(word)
     if kind is None:
-        raise PlayerError("say which kind of tournament: -roundrobin or -swiss", usage=True)
+        raise PlayerError(N_("say which kind of tournament: -roundrobin or -swiss"), usage=True)
     clock = parse_challenge_words(rest)
     if clock.names:
         raise PlayerError(f"{clock.names[0][:20]!r} is not an option of a tournament",
@@ -74,7 +75,7 @@ class TournamentCommand(Command):
     arguments = ("create NAME game userid password -roundrobin|-swiss [-rounds N] [-double] "
                  "[-max N] [-option...] [--nagtime=DAYS] [--forfeittime=DAYS] | "
                  "join|leave|start NAME userid password | show NAME | list")
-    summary = ("tournaments by mail, round robin or Swiss: the server pairs the players, "
+    summary = N_("tournaments by mail, round robin or Swiss: the server pairs the players, "
                "starts the boards and mails the standings; 'help tournament' explains")
     min_args = 1
 
@@ -88,11 +89,11 @@ class TournamentCommand(Command):
     def run(self, ctx: Context, inv: Invocation) -> Result:
         sub, words = inv.args[0].lower(), inv.args[1:]
         if sub not in PASSWORD_AT and sub not in WORDS:
-            raise PlayerError("write tournament create, join, leave, start, show or list",
+            raise PlayerError(N_("write tournament create, join, leave, start, show or list"),
                               usage=True)
         if sub == "create":
             if len(words) < 4:
-                raise PlayerError("too few words after 'tournament create'", usage=True)
+                raise PlayerError(N_("too few words after 'tournament create'"), usage=True)
         elif len(inv.args) != WORDS[sub]:
             few = "few" if len(inv.args) < WORDS[sub] else "many"
             raise PlayerError(f"too {few} words after 'tournament {sub}'", usage=True)

@@ -9,6 +9,7 @@ from pbmserv.commands.base import Command, Context, Invocation, Result
 from pbmserv.db.models import Board, User
 from pbmserv.games import AnyEngine
 from pbmserv.games.base import RuleError
+from pbmserv.i18n import N_
 from pbmserv.notifications import Notifier
 from pbmserv.notifications.subjects import our_subject
 from pbmserv.notifications.views import (
@@ -57,7 +58,7 @@ class Show(Command):
     name = "show"
     per_game = True
     arguments = "board[#n] [all] [-words] | userid [active|all|inactive|next]"
-    summary = ("the board as its board mails show it, with the latest 20 rounds of moves "
+    summary = N_("the board as its board mails show it, with the latest 20 rounds of moves "
                "(all: every move; -words: described in words too, for a screen reader); "
                "with #n, as it was after move n; or a player's boards")
     numbered_args = (0,)
@@ -115,7 +116,7 @@ class Games(Command):
     name = "games"
     per_game = True
     arguments = "userid [active|all|inactive|next]"
-    summary = "a player's boards of this game; 'next': those waiting for their move"
+    summary = N_("a player's boards of this game; 'next': those waiting for their move")
     min_args = 1
     max_args = 2
 
@@ -128,7 +129,7 @@ class Preview(Command):
     name = "preview"
     per_game = True
     arguments = "board move..."
-    summary = "the board as it would be after these moves; nothing is stored"
+    summary = N_("the board as it would be after these moves; nothing is stored")
     min_args = 2
 
     def run(self, ctx: Context, inv: Invocation) -> Result:
@@ -162,7 +163,7 @@ class Moves(Command):
     name = "moves"
     per_game = True
     arguments = "board [all]"
-    summary = ("the legal moves of the player to move (all: and every move played, as "
+    summary = N_("the legal moves of the player to move (all: and every move played, as "
                "'show ... all' lists them)")
     min_args = 1
     max_args = 2
@@ -199,7 +200,7 @@ class TurnsCommand(Command):
     name = "turns"
     aliases = ("games",)
     arguments = "[userid]"
-    summary = ("every board, of every game and tournament, that waits for your move (or "
+    summary = N_("every board, of every game and tournament, that waits for your move (or "
                "userid's), the longest waiting first: when its clock runs out, the "
                "opponent's last move, and the address that takes your move by reply")
     max_args = 1

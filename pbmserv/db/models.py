@@ -504,6 +504,8 @@ class MailPrefs(Base):
     html: Mapped[bool] = mapped_column(default=True)
     #: the board in words with every board mail (notifications.words)
     words: Mapped[bool] = mapped_column(default=False)
+    #: the language of their mail (pbmserv.i18n.LANGUAGES; None: English)
+    language: Mapped[str | None] = mapped_column(String(8), default=None)
     digest: Mapped[DigestMode] = mapped_column(StrEnumType(DigestMode), default=DigestMode.OFF)
     #: the hour (UTC) of the digest; the second one, with TWICE, comes 12 hours later
     digest_hour: Mapped[int] = mapped_column(default=18)

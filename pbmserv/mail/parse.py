@@ -18,6 +18,7 @@ from itertools import islice
 
 from pbmserv.bounces.reading import MAX_READ as MAX_BOUNCE_READ
 from pbmserv.bounces.reading import BounceReport, read_bounce
+from pbmserv.i18n import language_tag
 from pbmserv.mail.addresses import (
     BOUNCE_PREFIX,
     UNSUBSCRIBE_PREFIX,
@@ -132,6 +133,8 @@ class ParsedMail:
     #: the Reply-To's address when it is another mailbox than the From's: answers go
     #: there only if the mail proves it is its account's (pbmserv.processing.mail)
     named_reply_to: str = ""
+    #: the shipped language its Content-Language names (pbmserv.i18n), if one
+    language: str | None = None
     #: signs that a program wrote the mail, beyond the marks RFC 3834 asks for (a
     #: noreply sender, an out-of-office Subject...): "" when there are none
     robot: str = ""
@@ -178,6 +181,7 @@ def parse_message(
         subject=_clean_subject(header(msg, "Subject")),
         references=refs[-900:],
         named_reply_to=named if named and named != reply_to else "",
+        language=language_tag(header(msg, "Content-Language")[:200]),
     )
     parsed.silent_reason, parsed.via_list = _silent_reason(
         msg, envelope_from, from_addr, reply_to, own_addresses, named)

@@ -11,7 +11,8 @@ caused it all are left out: the reply carries the board.
 Every mail that shows a board, and the reply (``Notifier.reply``, see replies.py), is
 rendered from one view of the board as it stands (views.BoardView), made once per
 state of the board; what is the reader's own (their notes, their reply address) is
-added on top of it.
+added on top of it.  Each reader's mail speaks the language they chose (``speaking``);
+the reply speaks the sender's (pbmserv.processing.mail).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board, GameNotify, User
 from pbmserv.db.status import AnswerKind, DigestMode
 from pbmserv.games import AnyEngine
+from pbmserv.i18n import speaking
 from pbmserv.mail.addresses import subaddress
 from pbmserv.notifications.lists import NOTIFY, SPECTATOR, list_fields
 from pbmserv.notifications.move_links import move_url
@@ -220,7 +222,6 @@ class Notifier:
         # every reader's mail is rendered from the one view of the board (the reply to
         # the mail that caused it shows the same view)
         view = board_view(self.session, engine, board)
-        subject = board_subject(view, new=new, commented=bool(comments))
         # a tournament pairs boards its players did not ask for: no reply carries them
         paired = any(isinstance(e, BoardCreated) and e.tournament for e in events)
         # a challenge's board: its players did not ask for it either
@@ -228,8 +229,8 @@ class Notifier:
                          and e.seek is None for e in events)
         watchers = self._watchers(board, finished, skip=not paired)
         choices = self.choices(watchers)
-        drawn: dict[tuple[tuple[str, ...], bool, str | None, AnswerAsked | None, str, bool],
-                    str] = {}
+        drawn: dict[tuple[tuple[str, ...], bool, str | None, AnswerAsked | None, str, bool,
+                          str | None], str] = {}
         playing = {p.user_id for p in board.players}
         # (the sender of the mail that caused it is left out of watchers: count readers
         # who do not play, not heads)
@@ -251,17 +252,20 @@ class Notifier:
                      "by_reply": reply_to is not None, "answer": answer, "move_url": link,
                      "example": view.example, "why": why, "reader": user.userid}
             words = chosen is not None and chosen.words
-            body = render("board_mail.txt.j2", summary=summary_text(view),
-                          words=words_text(view) if words else "", **parts)
-            html = None
-            if chosen is None or chosen.html:
-                key = (tuple(mine), reply_to is not None, link, answer, why and why + user.userid,
-                       words)
-                if key not in drawn:  # the same for every reader with the same notes
-                    drawn[key] = html_mail(subject, render_mail_html(
-                        "board_mail.html.j2", summary=summary_html(view),
-                        words=words_html(view, mail=True) if words else "", **parts))
-                html = drawn[key]
+            language = chosen.language if chosen is not None else None
+            with speaking(language):
+                subject = board_subject(view, new=new, commented=bool(comments))
+                body = render("board_mail.txt.j2", summary=summary_text(view),
+                              words=words_text(view) if words else "", **parts)
+                html = None
+                if chosen is None or chosen.html:
+                    key = (tuple(mine), reply_to is not None, link, answer,
+                           why and why + user.userid, words, language)
+                    if key not in drawn:  # the same for every reader with the same notes
+                        drawn[key] = html_mail(subject, render_mail_html(
+                            "board_mail.html.j2", summary=summary_html(view),
+                            words=words_html(view, mail=True) if words else "", **parts))
+                    html = drawn[key]
             listed = None if not why else list_fields(
                 self.session, self.settings, SPECTATOR if why == "watch" else NOTIFY, user,
                 engine, board)
@@ -286,39 +290,49 @@ class Notifier:
         if user.email.lower() in self.skip or board.finished or user.bot is not None:
             return
         view = board_view(self.session, engine, board)
-        subject = render("subjects/nag.txt.j2", board=view, userid=user.userid)
         reply_to = self.reply_address(board, user)
         chosen = self.choices([user]).get(user.id)
-        summary = summary_text(view)
-        if chosen is not None and chosen.words:
-            summary += "\n" + words_text(view)
-        link = move_url(self.settings, reply_to)
-        left = 0.0 if view.deadline is None else (view.deadline - utcnow()).total_seconds()
-        body = render("nag.txt.j2", board=view, userid=user.userid, event=event, left=left,
-                      summary=summary, by_reply=reply_to is not None, answer=None,
-                      example=view.example, move_url=link)
-        html = self._drawn(subject.strip(), body, view, link) if chosen is None or chosen.html \
-            else None
+        with speaking(chosen.language if chosen is not None else None):
+            subject = render("subjects/nag.txt.j2", board=view, userid=user.userid)
+            summary = summary_text(view)
+            if chosen is not None and chosen.words:
+                summary += "\n" + words_text(view)
+            link = move_url(self.settings, reply_to)
+            left = 0.0 if view.deadline is None else (view.deadline - utcnow()).total_seconds()
+            body = render("nag.txt.j2", board=view, userid=user.userid, event=event, left=left,
+                          summary=summary, by_reply=reply_to is not None, answer=None,
+                          example=view.example, move_url=link)
+            html = self._drawn(subject.strip(), body, view, link) \
+                if chosen is None or chosen.html else None
         self._send(user, subject.strip(), body, reply_to=reply_to, html=html)
 
     def _chat(self, engine: AnyEngine, board: Board, event: ChatSent) -> None:
         writer = self.session.get(User, event.user_id)
         assert writer is not None
-        subject = render("subjects/chat.txt.j2", engine=engine, board=board,
-                         userid=writer.userid).strip()
-        body = render("chat.txt.j2", engine=engine, board=board, userid=writer.userid,
-                      text=event.text, status=status_line(engine, board))
         playing = {p.user_id for p in board.players}
-        for user in self._watchers(board, finished=False):
-            if user.id == writer.id:  # a spectator may leave the board's chat too
-                continue
-            if user.id in playing:
-                self._send(user, subject, body)
-                continue
-            # a spectator is told why they get it, and how to stop it
-            watched = {"title": engine.title, "game": engine.name, "number": board.number}
-            self._send(user, subject, render(
-                "chat.txt.j2", engine=engine, board=board, userid=writer.userid,
-                text=event.text, status=status_line(engine, board), why="watch",
-                watched=watched, reader=user.userid),
-                listed=list_fields(self.session, self.settings, SPECTATOR, user, engine, board))
+        readers = [u for u in self._watchers(board, finished=False)
+                   if u.id != writer.id]  # a spectator may leave the board's chat too
+        choices = self.choices(readers)
+        said: dict[str | None, tuple[str, str]] = {}  # the players' mail, by language
+        for user in readers:
+            language = choices[user.id].language if user.id in choices else None
+            with speaking(language):
+                if language not in said:
+                    said[language] = (
+                        render("subjects/chat.txt.j2", engine=engine, board=board,
+                               userid=writer.userid).strip(),
+                        render("chat.txt.j2", engine=engine, board=board,
+                               userid=writer.userid, text=event.text,
+                               status=status_line(engine, board)))
+                subject, body = said[language]
+                if user.id in playing:
+                    self._send(user, subject, body)
+                    continue
+                # a spectator is told why they get it, and how to stop it
+                watched = {"title": engine.title, "game": engine.name, "number": board.number}
+                self._send(user, subject, render(
+                    "chat.txt.j2", engine=engine, board=board, userid=writer.userid,
+                    text=event.text, status=status_line(engine, board), why="watch",
+                    watched=watched, reader=user.userid),
+                    listed=list_fields(self.session, self.settings, SPECTATOR, user, engine,
+                                       board))

@@ -20,6 +20,7 @@ from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board, BoardEvent, BoardPlayer, User
 from pbmserv.db.status import BoardStatus
 from pbmserv.games import AnyEngine
+from pbmserv.i18n import speaking
 from pbmserv.notifications.lists import DIGEST, list_fields
 from pbmserv.notifications.notes import comments_of, notes_of
 from pbmserv.notifications.outbox import queue_mail
@@ -37,6 +38,7 @@ from pbmserv.service.events import (
     NagDue,
     event_from_row,
 )
+from pbmserv.service.mail_prefs import choices_of
 
 
 @dataclass
@@ -133,7 +135,9 @@ def mail_digest(session: Session, settings: Settings, user: User, since: int,
                 upto: int, now: datetime | None = None) -> bool:
     """Queue the user's digest of events ``since`` < id <= ``upto`` (a list mail, with
     its unsubscribe link); False when there was nothing to tell (see ``digest``)."""
-    mail = digest(session, user, since, upto, settings.server_name, now)
+    chosen = choices_of(session, [user]).get(user.id)
+    with speaking(chosen.language if chosen is not None else None):  # in their language
+        mail = digest(session, user, since, upto, settings.server_name, now)
     if mail is None:
         return False
     queue_mail(session, settings, to=user.email, subject=mail[0], body=mail[1],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import Tournament, TournamentPlayer, User
+from pbmserv.i18n import speaking
 from pbmserv.render import render
 from pbmserv.service.events import (
     RoundStarted,
@@ -12,6 +13,7 @@ from pbmserv.service.events import (
     TournamentFinished,
     TournamentStarted,
 )
+from pbmserv.service.mail_prefs import choices_of
 from pbmserv.service.tournaments import View, describe, entrants
 
 
@@ -41,17 +43,26 @@ def tournament_mails(session: Session, event: TournamentEvent) -> list[tuple[Use
     else:  # pragma: no cover - every tournament event is handled above
         raise TypeError(f"unknown tournament event {event.kind}")
     view = describe(session, tournament, through_round=through)
-    subject = render("tournament/subject.txt.j2", kind=kind, tournament=tournament,
-                     round=number).strip()
-    body = render("tournament/mail.txt.j2", kind=kind, view=view, t=tournament, round=number,
-                  note=getattr(event, "note", None),
-                  table=crosstable_text(view, f"{title} of {tournament.name}"))
-    told = [(p.user, subject, body) for p in players if _reaches(p, kind)]
+    readers = [p.user for p in players if _reaches(p, kind)]
     organiser = tournament.creator
     if (kind in ("started", "finished") and organiser.closed_at is None
             and all(p.user_id != organiser.id for p in players)):
         # an organiser who does not play (left before the start) hears of its start and end
-        told.append((organiser, subject, body))
+        readers.append(organiser)
+    choices = choices_of(session, readers)
+    said: dict[str | None, tuple[str, str]] = {}  # each reader's in their language
+    told = []
+    for user in readers:
+        language = choices[user.id].language if user.id in choices else None
+        if language not in said:
+            with speaking(language):
+                said[language] = (
+                    render("tournament/subject.txt.j2", kind=kind, tournament=tournament,
+                           round=number).strip(),
+                    render("tournament/mail.txt.j2", kind=kind, view=view, t=tournament,
+                           round=number, note=getattr(event, "note", None),
+                           table=crosstable_text(view, f"{title} of {tournament.name}")))
+        told.append((user, *said[language]))
     return told
 
 

@@ -7,7 +7,9 @@ before the last move.  It is built once per state of the board (``board_view``):
 move's reply, its board mails (text and HTML, for every reader) and their subjects
 are all rendered from the one view, each piece once (``summary_text``,
 ``summary_html``, ``board_subject``), and the web page's board is rendered from a
-view too.  What differs from one reader to the next (notes worded for them, their
+view too.  A piece is drawn once per language (``pbmserv.i18n.speaking``): the status
+line too is kept as what it is made of and said in the reader's language.  What
+differs from one reader to the next (notes worded for them, their
 reply address) is added by the mail's own template, on top of the view.
 
 Plain data goes in, text comes out of the templates; nothing here changes a board.
@@ -18,10 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any, TypeVar, cast
 
 from markupsafe import Markup
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, inspect, select
 from sqlalchemy.orm import Session
 
 from pbmserv.db.base import utcnow
@@ -29,6 +32,7 @@ from pbmserv.db.models import Board, Move
 from pbmserv.db.status import RequestKind
 from pbmserv.games import AnyEngine
 from pbmserv.games.base import Termination
+from pbmserv.i18n import spoken
 from pbmserv.notifications.drawing import drawn_html
 from pbmserv.reads import clocks
 from pbmserv.render import render, render_mail_html
@@ -51,6 +55,8 @@ _MOVES = (select(Move.ply, Move.notation, Move.created_at)
 _LAST = select(Move.created_at).where(Move.board_id == bindparam("board"),
                                       Move.ply == bindparam("ply"))
 
+#: the board's own values (what a status line may say of it)
+_BOARD_COLUMNS = inspect(Board).column_attrs
 #: a seat's name, its player's userid and the seconds they have used
 Seat = tuple[str, str, int]
 T = TypeVar("T")
@@ -85,8 +91,8 @@ class BoardView:
     timed: tuple[Seat, ...]
     #: the userids of its subscribers
     watchers: tuple[str, ...]
-    #: the status line: whose turn, an open offer, the result
-    status: str
+    #: what the status line says (``status``): whose turn, an open offer, the result
+    said: dict[str, Any]
     #: who is to move (None: the game is over), and whether that is a bot
     to_move: str | None
     bot_to_move: bool
@@ -115,6 +121,11 @@ class BoardView:
     state_before: Any = field(default=None, repr=False)
     #: the pieces rendered from this view, each once (see ``drawn_once``)
     drawn: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def status(self) -> str:
+        """The status line, in the language spoken (one line: templates wrap it)."""
+        return drawn_once(self, "status", lambda: _status(self.said))
 
 
 def board_view(session: Session, engine: AnyEngine, board: Board, *,
@@ -165,7 +176,7 @@ def board_view(session: Session, engine: AnyEngine, board: Board, *,
                                       if p.user_id == mover.id),
         away=away, players=players,
         timed=moved,
-        watchers=watchers, status=status_line(engine, board),
+        watchers=watchers, said=_kept(status_context(engine, board)),
         to_move=None if mover is None else mover.userid,
         bot_to_move=mover is not None and mover.bot is not None,
         rows=rows, hidden=first - 1, later=board.ply - last, full=full,
@@ -204,10 +215,12 @@ def board_subject(view: BoardView, *, new: bool = False, commented: bool = False
 
 
 def drawn_once(view: BoardView, piece: Any, draw: Callable[[], T]) -> T:
-    """``piece`` of ``view``, rendered by ``draw`` the first time it is asked for."""
-    found = view.drawn.get(piece)  # (None is never a piece drawn)
+    """``piece`` of ``view`` in the language spoken, rendered by ``draw`` the first time
+    it is asked for."""
+    key = (spoken(), piece)
+    found = view.drawn.get(key)  # (None is never a piece drawn)
     if found is None:
-        found = view.drawn[piece] = draw()
+        found = view.drawn[key] = draw()
     return cast(T, found)
 
 
@@ -225,7 +238,19 @@ def board_summary_html(session: Session, engine: AnyEngine, board: Board, *,
 
 def status_line(engine: AnyEngine, board: Board) -> str:
     """One sentence or two, on one line (templates wrap it)."""
-    return " ".join(render("status.txt.j2", **status_context(engine, board)).split())
+    return _status(status_context(engine, board))
+
+
+def _status(said: dict[str, Any]) -> str:
+    return " ".join(render("status.txt.j2", **said).split())
+
+
+def _kept(said: dict[str, Any]) -> dict[str, Any]:
+    """``status_context`` with the board's columns copied: a view's status said later,
+    in another language, says what was so when the view was made."""
+    board = said["board"]
+    return {**said, "board": SimpleNamespace(
+        **{column.key: getattr(board, column.key) for column in _BOARD_COLUMNS})}
 
 
 def status_context(engine: AnyEngine, board: Board) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from pbmserv.db.base import utcnow
 from pbmserv.db.models import Board
 from pbmserv.db.status import AnswerKind, InboundStatus
 from pbmserv.games import ENGINES, get_engine
+from pbmserv.i18n import speaking
 from pbmserv.mail.addresses import address_key
 from pbmserv.mail.parse import ParsedMail
 from pbmserv.notifications import Notifier
@@ -57,6 +58,7 @@ from pbmserv.service.accounts import has_account
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.games import GameService
 from pbmserv.service.limits import MailsToOthers
+from pbmserv.service.mail_prefs import language_of
 from pbmserv.service.throttle import record_failure
 from pbmserv.unsubscribe.by_mail import handle_unsubscribe
 
@@ -229,7 +231,17 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     """Run one parsed mail (inside the caller's transaction); returns its new status.
     ``secrets`` gets the passwords and codes the mail held (to mask in its stored
     copy).  A mail left unanswered, a bounce or an unsubscribe leaves why in
-    ``mail.silent_reason`` (kept with the mail: ``pbmserv inbox list``)."""
+    ``mail.silent_reason`` (kept with the mail: ``pbmserv inbox list``).  The reply
+    speaks the language the sender's account chose, else the one the mail's
+    Content-Language names (English if neither); the mails to others speak theirs."""
+    if mail.bounce is not None or mail.unsubscribe_tag is not None:
+        return _handle(session, settings, inbound_id, mail, secrets)
+    with speaking(language_of(session, mail.reply_to) or mail.language):
+        return _handle(session, settings, inbound_id, mail, secrets)
+
+
+def _handle(session: Session, settings: Settings, inbound_id: int,
+            mail: ParsedMail, secrets: set[str] | None) -> InboundStatus:
     if mail.bounce is not None:
         status, mail.silent_reason = handle_bounce(session, settings, inbound_id, mail)
         return status
@@ -254,7 +266,7 @@ def handle(session: Session, settings: Settings, inbound_id: int,
     now = utcnow()
     ctx = Context(session, settings, sender=mail.reply_to, service=GameService(session),
                   commands=REGISTRY, inbound_id=inbound_id, reply_tag=mail.reply_tag,
-                  named_reply_to=mail.named_reply_to,
+                  named_reply_to=mail.named_reply_to, language=mail.language,
                   raw_comment=mail.comment if mail.source != "multiple" else "",
                   others=MailsToOthers(address_key(mail.reply_to),
                                        settings.mails_to_others_per_mail,

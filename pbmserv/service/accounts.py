@@ -21,6 +21,7 @@ from pbmserv.db.models import (
     User,
 )
 from pbmserv.db.status import BoardStatus, SeekStatus
+from pbmserv.i18n import N_
 from pbmserv.mail.addresses import MAX_ADDRESS
 from pbmserv.service.errors import PlayerError
 from pbmserv.service.passwords import check_password, hash_password
@@ -159,9 +160,9 @@ def authenticate(session: Session, userid: str, password: str, sender: str,
     if user is None or not check_password(user.password_hash, password):
         # neither word is quoted: in a command written out of order either may be
         # the password
-        raise PlayerError(
+        raise PlayerError(N_(
             "the userid and password do not match (passwords are case-sensitive; the "
-            "userid comes first, then the password)",
+            "userid comes first, then the password)"),
             failed_keys=keys,
         )
     if keys[0] in counted and not locked(counted.get(keys[0]), now):
@@ -245,7 +246,7 @@ def check_userid(userid: str) -> None:
 def check_new_password(password: str) -> None:
     """A PlayerError unless ``password`` may be a new password (it is never quoted)."""
     if not PASSWORD_RE.match(password):
-        raise PlayerError("a password may not contain spaces, quotes or colons")
+        raise PlayerError(N_("a password may not contain spaces, quotes or colons"))
     if len(password) < MIN_PASSWORD:
         raise PlayerError(f"a new password needs at least {MIN_PASSWORD} characters (the "
                           f"one given has {len(password)}); a few words joined by dashes "

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import Board
+from pbmserv.i18n import N_
 from pbmserv.reads.clocks import DAY, current_vacation, idle
 from pbmserv.service.boards import player_of
 from pbmserv.service.errors import PlayerError
@@ -65,7 +66,7 @@ def check_clock_days(nag_days: int, forfeit_days: int) -> None:
     if not 1 <= nag_days <= MAX_CLOCK_DAYS or not 1 <= forfeit_days <= MAX_CLOCK_DAYS:
         raise PlayerError(f"nag and forfeit times are 1 to {MAX_CLOCK_DAYS} days")
     if forfeit_days < nag_days:
-        raise PlayerError("the forfeit time must not be shorter than the nag time")
+        raise PlayerError(N_("the forfeit time must not be shorter than the nag time"))
 
 
 #: the shortest clock of a board started by a challenge: nobody has to answer a board

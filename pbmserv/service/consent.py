@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, aliased
 
 from pbmserv.db.models import Board, BoardPlayer, ChallengePolicy, ChallengeRule, User
 from pbmserv.db.status import BoardStatus
+from pbmserv.i18n import N_
 from pbmserv.service.errors import PlayerError
 
 #: the most boards one person plays against the bots at once
@@ -100,8 +101,8 @@ def check_bots(session: Session, users: Sequence[User]) -> None:
     if len(people) == len(users):
         return
     if not people:
-        raise PlayerError("the bots play people, not each other: name yourself as one of "
-                          "the players")
+        raise PlayerError(N_("the bots play people, not each other: name yourself as one of "
+                          "the players"))
     for person in people:
         if bot_boards(session, person) >= BOT_BOARDS_PER_PLAYER:
             raise PlayerError(f"{person.userid} plays {BOT_BOARDS_PER_PLAYER} boards against "
@@ -111,7 +112,7 @@ def check_bots(session: Session, users: Sequence[User]) -> None:
 def check_consent(session: Session, game: str, users: Sequence[User]) -> None:
     """Refuse a new board that one of its players does not take."""
     if len({u.id for u in users}) < len(users):
-        raise PlayerError("a player cannot play against themselves")
+        raise PlayerError(N_("a player cannot play against themselves"))
     check_bots(session, users)
     ids = [u.id for u in users]
     # players who never said anything take everyone's challenges: one read finds that

@@ -43,6 +43,7 @@ from pbmserv.db.models import (
 from pbmserv.db.status import BoardStatus, RequestKind, SeekStatus
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.games.base import Outcome, RuleError, Termination
+from pbmserv.i18n import N_
 from pbmserv.reads import clocks
 from pbmserv.service import clock
 from pbmserv.service.boards import (
@@ -367,8 +368,8 @@ class GameService:
         moved = self.session.scalar(select(func.count()).select_from(Move).where(
             Move.board_id == board.id, Move.seat == seat))
         if moved:
-            raise PlayerError("you have moved on this board already, so you cannot decline "
-                              "it; you may resign instead", board=board)
+            raise PlayerError(N_("you have moved on this board already, so you cannot decline "
+                                 "it; you may resign instead"), board=board)
         tournament = tournament_of_board(self.session, board)
         # no result on the board; a tournament scores it as lost by who declined it
         scored = (f"; tournament {tournament} scores it as a loss for {user.userid} "
@@ -389,13 +390,13 @@ class GameService:
         if kind is RequestKind.UNDO:
             last = last_move(self.session, board)
             if last is None:
-                raise PlayerError("there is no move to take back", board=board)
+                raise PlayerError(N_("there is no move to take back"), board=board)
             if last.seat not in seats_of(board, user):
                 before = self.session.scalar(select(Move.seat).where(
                     Move.board_id == board.id, Move.ply == board.ply - 1))
                 if before is None or before not in seats_of(board, user):
-                    raise PlayerError("you may take back your own last move only (with the "
-                                      "answer to it, if your opponent has answered)",
+                    raise PlayerError(N_("you may take back your own last move only (with the "
+                                      "answer to it, if your opponent has answered)"),
                                       board=board)
         # an undo on one's own turn takes back the opponent's answer too
         answer_too = kind is RequestKind.UNDO and board.to_move == seat
@@ -415,9 +416,9 @@ class GameService:
         seat = self.seat_of(board, user)
         kind, by = board.request_kind, board.request_by
         if kind is None or by is None:
-            raise PlayerError("nobody has asked you anything on this board: 'accept' and "
+            raise PlayerError(N_("nobody has asked you anything on this board: 'accept' and "
                               "'reject' answer an offer to end the game ('propose') or a "
-                              "request to take back a move ('undo')", board=board)
+                              "request to take back a move ('undo')"), board=board)
         if seats_of(board, user) == [by]:
             raise PlayerError(f"you asked for {REQUEST_WORDS[kind]}; your opponent must "
                               "answer it", board=board)
@@ -476,13 +477,13 @@ class GameService:
         position it would be played in."""
         seat = self.seat_of(board, user)
         if len(words) % 2:
-            raise PlayerError("conditional moves come in pairs: the opponent's move, then "
-                              "your answer", usage=True, board=board)
+            raise PlayerError(N_("conditional moves come in pairs: the opponent's move, then "
+                              "your answer"), usage=True, board=board)
         if len(words) > 2 * MAX_QUEUE_PAIRS:
             raise PlayerError(f"at most {MAX_QUEUE_PAIRS} pairs may be queued", board=board)
         if board.to_move == seat:
-            raise PlayerError("it is your turn: play your move first; a queue answers your "
-                              "opponent's next moves", board=board)
+            raise PlayerError(N_("it is your turn: play your move first; a queue answers your "
+                              "opponent's next moves"), board=board)
         engine = engine_of(board)
         position = position_of(engine, board)
         pairs: list[tuple[str, str]] = []
@@ -572,7 +573,7 @@ class GameService:
             raise PlayerError(f"only the players and subscribers of board {board.number} "
                               "may chat on it", board=board)
         if not text.strip():
-            raise PlayerError("write your message in the body of the mail")
+            raise PlayerError(N_("write your message in the body of the mail"))
         self._record(ChatSent(board.id, user.id, text.strip()[:MAX_CHAT]))
 
     def set_notify(self, user: User, game: str, on: bool | None) -> bool:
@@ -646,7 +647,7 @@ class GameService:
             self._reschedule(user)
             return None
         if days < 1:
-            raise PlayerError("a vacation is at least one day")
+            raise PlayerError(N_("a vacation is at least one day"))
         taken = clocks.days_taken(self.session, user.id, self.now)
         if current is not None:  # a new length replaces the rest of the current one
             taken -= (current.ends_at - self.now) / clocks.DAY

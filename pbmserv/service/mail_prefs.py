@@ -1,5 +1,5 @@
 """How a player wants their mail: HTML parts or text only, the board in words or not,
-and one digest a day (or two) instead of a board mail per move."""
+in which language, and one digest a day (or two) instead of a board mail per move."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from pbmserv.db.models import BoardEvent, MailPrefs, User
 from pbmserv.db.status import DigestMode
+from pbmserv.i18n import N_
 from pbmserv.service.errors import PlayerError
 
 DEFAULT_HOUR = 18
@@ -22,14 +23,20 @@ class MailChoice(NamedTuple):
     digest: DigestMode
     #: the board in words with every board mail
     words: bool = False
+    #: the language of their mail (None: English)
+    language: str | None = None
 
 
-_CHOICES = select(MailPrefs.user_id, MailPrefs.html, MailPrefs.digest, MailPrefs.words).where(
-    MailPrefs.user_id.in_(bindparam("users", expanding=True)))
+_COLUMNS = (MailPrefs.user_id, MailPrefs.html, MailPrefs.digest, MailPrefs.words,
+            MailPrefs.language)
+_CHOICES = select(*_COLUMNS).where(MailPrefs.user_id.in_(bindparam("users", expanding=True)))
 #: the same for one user (a move's board mail goes to one; an IN list of one costs
 #: half as much again)
-_CHOICE = select(MailPrefs.user_id, MailPrefs.html, MailPrefs.digest, MailPrefs.words).where(
-    MailPrefs.user_id == bindparam("user"))
+_CHOICE = select(*_COLUMNS).where(MailPrefs.user_id == bindparam("user"))
+#: the language of the open account of an address (the sender of a mail)
+_LANGUAGE = (select(MailPrefs.language).join(User, User.id == MailPrefs.user_id)
+             .where(User.email == bindparam("address"), User.closed_at.is_(None))
+             .order_by(User.confirmed_at.is_(None), User.id).limit(1))
 
 
 def choices_of(session: Session, users: Sequence[User]) -> dict[int, MailChoice]:
@@ -38,7 +45,14 @@ def choices_of(session: Session, users: Sequence[User]) -> dict[int, MailChoice]
         return {}
     rows = (session.execute(_CHOICE, {"user": users[0].id}) if len(users) == 1 else
             session.execute(_CHOICES, {"users": [u.id for u in users]}))
-    return {user_id: MailChoice(html, digest, words) for user_id, html, digest, words in rows}
+    return {user_id: MailChoice(html, digest, words, language)
+            for user_id, html, digest, words, language in rows}
+
+
+def language_of(session: Session, address: str) -> str | None:
+    """The language chosen by the account whose address ``address`` is (None: none
+    chosen, or no account): the language of the reply to its mail."""
+    return session.scalar(_LANGUAGE, {"address": address.lower()})
 
 
 def prefs(session: Session, user: User) -> MailPrefs:
@@ -78,11 +92,19 @@ def set_words(session: Session, user: User, on: bool) -> MailPrefs:
     return found
 
 
+def set_language(session: Session, user: User, language: str | None) -> MailPrefs:
+    """``language``: one of pbmserv.i18n.LANGUAGES (English chosen is kept: a mail's
+    Content-Language no longer speaks for the player)."""
+    found = prefs(session, user)
+    found.language = language
+    return found
+
+
 def set_digest(session: Session, user: User, mode: DigestMode, hour: int | None,
                now: datetime) -> MailPrefs:
     """Switch digests on (from now: what happened before is not repeated) or off."""
     if hour is not None and not 0 <= hour <= 23:
-        raise PlayerError("the digest hour is a whole hour from 0 to 23 (UTC)")
+        raise PlayerError(N_("the digest hour is a whole hour from 0 to 23 (UTC)"))
     found = prefs(session, user)
     if hour is not None:
         found.digest_hour = hour

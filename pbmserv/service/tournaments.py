@@ -47,6 +47,7 @@ from pbmserv.db.models import (
 from pbmserv.db.status import BoardStatus, TournamentStatus
 from pbmserv.games import AnyEngine, get_engine
 from pbmserv.games.base import Outcome, RuleError, Termination
+from pbmserv.i18n import N_
 from pbmserv.ratings import Rating
 from pbmserv.service.clock import check_clock_days
 from pbmserv.service.errors import PlayerError
@@ -248,11 +249,11 @@ class TournamentService:
         check_clock_days(setup.nag_days, setup.forfeit_days)
         swiss = setup.kind is TournamentKind.SWISS
         if setup.double and swiss:
-            raise PlayerError("-double is for a round robin; a Swiss tournament sets its "
-                              "length with -rounds N", usage=True)
+            raise PlayerError(N_("-double is for a round robin; a Swiss tournament sets its "
+                              "length with -rounds N"), usage=True)
         if setup.rounds is not None and not swiss:
-            raise PlayerError("-rounds is for a Swiss tournament; in a round robin everyone "
-                              "meets everyone (-double: twice)", usage=True)
+            raise PlayerError(N_("-rounds is for a Swiss tournament; in a round robin everyone "
+                              "meets everyone (-double: twice)"), usage=True)
         if setup.rounds is not None and not 1 <= setup.rounds <= MAX_ROUNDS:
             raise PlayerError(f"a Swiss tournament has 1 to {MAX_ROUNDS} rounds")
         if setup.max_players is not None and not MIN_PLAYERS <= setup.max_players <= MAX_PLAYERS:
