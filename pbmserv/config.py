@@ -583,6 +583,11 @@ class Settings:
         "other permanent failure) within bounce_days after which an address is no longer "
         "mailed")
     bounce_days: int = setting(7, _at_least_one, "the days over which bounces are counted")
+    #: pbmserv.bounces.probes
+    bounce_probe_days: int = setting(
+        3, _number, "days after which an address no longer mailed is sent a probe, and "
+        "again after as many (at most 3 probes); no bounce of it within a day: mailed "
+        "again (0: never probed)")
     #: None: links and redirects give the path alone
     web_url: str | None = setting(
         None, _url, "where the web pages are seen from outside (https://...), for the "

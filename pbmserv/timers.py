@@ -15,6 +15,8 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Select, and_, delete, func, or_, select, update
 
+from pbmserv.bounces.notices import send_probes
+from pbmserv.bounces.scoring import lift_answered
 from pbmserv.config import Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import (
@@ -260,3 +262,16 @@ def run_alerts(db: Database, settings: Settings, now: datetime | None = None) ->
     for alert in untold:  # once committed: a command may take its time
         alert_route.tell(settings, alert.subject, alert.text, alert.why)
     return queued
+
+
+def run_bounce_probes(db: Database, settings: Settings, now: datetime | None = None) -> int:
+    """Mail again each suspended address whose probe went out a day ago and did not
+    bounce, and probe those due one (pbmserv.bounces.notices); returns how many probes
+    were queued."""
+    now = now or utcnow()
+    with db.transaction() as session:
+        for lifted in lift_answered(session, now):
+            log.info("bounces: the probe to %s did not bounce: it is mailed again (%d mail(s) "
+                     "were held back since %s)", lifted.address, lifted.held,
+                     f"{lifted.since:%Y-%m-%d %H:%M}")
+        return send_probes(session, settings, now)

@@ -24,6 +24,7 @@ from pbmserv.processing import process_pending
 from pbmserv.sender.delivery import Sender
 from pbmserv.timers import (
     run_alerts,
+    run_bounce_probes,
     run_clocks,
     run_digests,
     run_folds,
@@ -111,7 +112,8 @@ class WorkLoop:
             failures.append(exc)
         if time.monotonic() >= self._next_clock:
             self._next_clock = time.monotonic() + self.clock_every
-            for job in (run_clocks, run_digests, run_alerts, run_lapses, run_folds):
+            for job in (run_clocks, run_digests, run_alerts, run_lapses, run_folds,
+                        run_bounce_probes):
                 try:
                     job(self.db, self.settings)
                 except Exception as exc:

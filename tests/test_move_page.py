@@ -18,7 +18,9 @@ import pytest
 from sqlalchemy import event, select
 from starlette.testclient import TestClient
 
+from pbmserv.bounces.scoring import record_bounce
 from pbmserv.config import Settings
+from pbmserv.db.base import utcnow
 from pbmserv.db.models import Move, OutboxMessage
 from pbmserv.db.session import Database
 from pbmserv.web import create_app
@@ -260,3 +262,22 @@ def test_without_sub_addresses_the_tag_goes_in_the_subject(
     assert to == "pbmserv@localhost" and subject == f"Re: Honey Donuts Board 101 alice [{tag}]"
     out = mailer.send(subject, body, sender="alice@example.org", To=to)
     assert "Your move a1-b1 on Honey Donuts board 101 has been played." in out[0].body
+
+
+def test_a_player_whose_mail_bounces_is_told_on_the_move_page(
+        web_mailer: Mailer, db: Database, client: TestClient) -> None:
+    """The move page is the player's other channel: mail to them is held back while
+    their address bounces, and the page they open from an older board mail says so."""
+    path = page_of(start(web_mailer))
+    assert "come back undelivered" not in client.get(path).text
+    with db.transaction() as s:
+        for _ in range(3):  # three hard bounces of mails to alice
+            record_bounce(s, web_mailer.settings, "alice@example.org", utcnow(),
+                          source="relay", status="5.1.1", detail="550 5.1.1 unknown",
+                          outbox_id=None)
+    page = client.get(path)
+    assert page.status_code == 200
+    text = " ".join(page.text.split())
+    assert ("Mail to alice's address has come back undelivered, so since "
+            f"{utcnow():%Y-%m-%d} the server sends it nothing") in text
+    assert "change address alice &lt;password&gt; &lt;new address&gt;" in text

@@ -4,9 +4,12 @@ with the reply as it reads."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
@@ -494,3 +497,26 @@ def test_a_held_bundle_marks_a_watchers_mail_whose_board_moved_on(
             "it stands now: It is alice's turn (Red), move 3. \"honeydonuts show 101\" sends "
             "it.)") in first
     assert "Out of date" not in second
+
+
+@pytest.fixture
+def pg_mailer(pg_url: str, tmp_path: Path) -> Iterator[tuple[Mailer, Database, Settings]]:
+    settings = Settings(database_url=pg_url, maildir=tmp_path / "mail")
+    db = Database(pg_url)
+    try:
+        yield Mailer(db, settings), db, settings
+    finally:
+        db.dispose()
+
+
+@pytest.mark.postgres
+def test_signing_back_on_postgres(pg_mailer: tuple[Mailer, Database, Settings]) -> None:
+    """The userid moves from the signup's row back to the old account's in one
+    transaction: PostgreSQL's unique index on the key must see them in order."""
+    test_signing_off_and_back_brings_the_account_back(*pg_mailer)
+
+
+@pytest.mark.postgres
+def test_a_tournament_on_postgres(pg_mailer: tuple[Mailer, Database, Settings]) -> None:
+    mailer, db, _ = pg_mailer
+    test_a_tournament_with_a_decline_a_leaver_and_an_organiser_who_left(mailer, db)

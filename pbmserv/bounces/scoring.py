@@ -345,3 +345,68 @@ def problem_counts(session: Session, now: datetime) -> ProblemCounts:
         open_alerts=int(session.scalar(select(func.count()).select_from(Alert).where(
             Alert.closed_at.is_(None), Alert.kind != AlertKind.REPORT)) or 0),
     )
+
+
+# -- probes (pbmserv.bounces.notices sends them) ----------------------------------------
+#: the most probes a suspended address is sent (then only its owner's mail lifts it)
+MAX_PROBES = 3
+#: a probe that has not bounced this long after it was sent: the address works again
+PROBE_WINDOW = timedelta(days=1)
+
+
+def probes_due(session: Session, settings: Settings, now: datetime) -> list[MailSuspension]:
+    """The suspended addresses to probe now: suspended (or last probed)
+    ``bounce_probe_days`` ago, probed fewer than MAX_PROBES times."""
+    if not settings.bounce_probe_days:
+        return []
+    before = now - timedelta(days=settings.bounce_probe_days)
+    return list(session.scalars(select(MailSuspension).where(
+        MailSuspension.probes < MAX_PROBES,
+        func.coalesce(MailSuspension.probed_at, MailSuspension.since) <= before)
+        .order_by(MailSuspension.since)))
+
+
+def probe_ids(session: Session, addresses: Iterable[str]) -> set[int]:
+    """The outbox numbers of the probes to some (suspended) addresses: sent though
+    the address is suspended."""
+    wanted = {a.strip().lower() for a in addresses}
+    if not wanted:
+        return set()
+    return {number for number in session.scalars(
+        select(MailSuspension.probe_outbox_id).where(MailSuspension.address.in_(wanted)))
+        if number is not None}
+
+
+def lift_answered(session: Session, now: datetime) -> list[Resumed]:
+    """The suspended addresses whose probe went out PROBE_WINDOW ago and did not
+    bounce: mailed again, as if their owner had written (``resume``)."""
+    lifted = []
+    for found in list(session.scalars(select(MailSuspension)
+                                      .where(MailSuspension.probe_outbox_id.is_not(None)))):
+        probe = session.get(OutboxMessage, found.probe_outbox_id)
+        if probe is None or probe.status != OutboxStatus.SENT or probe.sent_at is None \
+                or probe.sent_at > now - PROBE_WINDOW:
+            continue
+        bounced = session.scalar(select(Bounce.id).where(Bounce.outbox_id == probe.id)
+                                 .limit(1))
+        if bounced is None:
+            resumed = resume(session, found.address)
+            if resumed is not None:
+                lifted.append(resumed)
+    return lifted
+
+
+def suspended_list(session: Session) -> list[tuple[MailSuspension, list[str]]]:
+    """Every address no longer mailed, the longest suspended first, with the userids
+    of its accounts."""
+    out = []
+    for found in session.scalars(select(MailSuspension).order_by(MailSuspension.since)):
+        out.append((found, list(session.scalars(select(User.userid).where(
+            func.lower(User.email) == found.address).order_by(User.key)))))
+    return out
+
+
+def suspended_since(session: Session, address: str) -> datetime | None:
+    """Since when ``address`` is no longer mailed (None: it is mailed)."""
+    found = session.get(MailSuspension, address.strip().lower())
+    return None if found is None else found.since

@@ -668,3 +668,7 @@ class MailSuspension(Base):
     #: the bounces counted when it was suspended, and the last one's reason
     score: Mapped[int]
     reason: Mapped[str] = mapped_column(Text, default="")
+    #: probes sent to it (pbmserv.bounces.probes), the last one's time and mail
+    probes: Mapped[int] = mapped_column(default=0)
+    probed_at: Mapped[datetime | None] = mapped_column(default=None)
+    probe_outbox_id: Mapped[int | None] = mapped_column(default=None)

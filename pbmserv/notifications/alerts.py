@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from pbmserv.bounces.scoring import bounce_list, problem_counts
+from pbmserv.bounces.scoring import MAX_PROBES, bounce_list, problem_counts, suspended_list
 from pbmserv.config import Settings, relay_url
 from pbmserv.db.models import Alert, RelayState
 from pbmserv.db.status import AlertKind, Resolution
@@ -146,4 +146,5 @@ def _report(session: Session, settings: Settings, now: datetime) -> str:
                   received=received_since(session, day), sent=sent_since(session, day),
                   waiting=state.waiting, pending=state.pending,
                   counts=problem_counts(session, now), alerts=alerts,
-                  bouncing=bounce_list(session, settings, now)[:20], software=version_text())
+                  bouncing=bounce_list(session, settings, now)[:20], software=version_text(),
+                  suspended=suspended_list(session), day=day, max_probes=MAX_PROBES)

@@ -47,7 +47,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import bindparam, case, func, select, update
 from sqlalchemy.orm import Session
 
-from pbmserv.bounces.scoring import suspended_among
+from pbmserv.bounces.scoring import probe_ids, suspended_among
 from pbmserv.config import Relay, Settings
 from pbmserv.db.base import utcnow
 from pbmserv.db.models import OutboxMessage
@@ -251,18 +251,20 @@ class Sender:
 
     def _hold_back(self, session: Session, token: str | None,
                    rows: Sequence[OutboxMail]) -> list[OutboxMail]:
-        """The rows to send: those to a suspended address are marked suppressed."""
+        """The rows to send: those to a suspended address are marked suppressed, but
+        its probe (pbmserv.bounces.notices.send_probes)."""
         if not rows:
             return []
         held = suspended_among(session, {_address(r) for r in rows})
         if not held:
             return list(rows)
-        for row in rows:
-            if _address(row) in held:
-                self._record(session, token, [row.id], suppressed(), charged=False)
-        log.info("outbox: %d mail(s) not sent: their address bounces",
-                 sum(_address(row) in held for row in rows))
-        return [row for row in rows if _address(row) not in held]
+        probes = probe_ids(session, held)  # a probe goes to a suspended address
+        held_rows = [row for row in rows if _address(row) in held and row.id not in probes]
+        for row in held_rows:
+            self._record(session, token, [row.id], suppressed(), charged=False)
+        if held_rows:
+            log.info("outbox: %d mail(s) not sent: their address bounces", len(held_rows))
+        return [row for row in rows if _address(row) not in held or row.id in probes]
 
     def _record(self, session: Session, token: str | None, row_ids: list[int],
                 values: dict[str, Any], *, charged: bool = True,
@@ -423,7 +425,8 @@ class Sender:
                         pending = None
                     mine = self._renew(session, token, row.id)
                     # a bounce counted since the claim may have suspended the address
-                    if mine and suspended_among(session, [row.to_addr]):
+                    if mine and suspended_among(session, [row.to_addr]) and \
+                            row.id not in probe_ids(session, [row.to_addr]):
                         self._record(session, token, [row.id], suppressed(), charged=False)
                         mine = False
                 if not mine:

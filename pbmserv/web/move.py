@@ -9,7 +9,9 @@ once the picks choose a move, the board after it and a ``mailto:`` link that ope
 the player's mail program with the reply written.  Sending that mail plays the move
 as any reply does: the page itself never changes a board, and reads in one read-only
 session.  A page whose board has moved on, or whose token a new password or address
-revoked, says so and links to the board.
+revoked, says so and links to the board.  A player whose address is no longer mailed
+(it bounces: pbmserv.bounces) reads it here, with how to get the mail back: the page
+is the one channel to them that does not go through that address.
 
 The work of a page is bounded: one player, one board, the legal moves of its
 position once (as the mail command ``moves``), the board drawn once or twice.
@@ -23,6 +25,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from pbmserv.bounces.scoring import suspended_since
 from pbmserv.config import Settings
 from pbmserv.db.session import Database
 from pbmserv.games.base import Choosing, RuleError
@@ -78,7 +81,10 @@ class MovePages:
             view = board_view(session, engine, board)
             context: dict[str, Any] = {"board": view, "state": ask.state, "tag": tag,
                                        "userid": ask.user.userid, "page_path": page_path,
-                                       "words": words_html(view)}
+                                       "words": words_html(view),
+                                       # the player's other channel: their mail bounces
+                                       "suspended_since": suspended_since(session,
+                                                                          ask.user.email)}
             if ask.state is AskState.ANSWER:
                 subject = "Re: " + board_subject(view)
                 context["answers"] = {word: mailto(self.settings, tag, subject, word + "\r\n")
