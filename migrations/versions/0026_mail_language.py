@@ -1,7 +1,7 @@
 """a player may choose the language of the server's mail to them
 
 Revision ID: 0026
-Revises: 0023
+Revises: 0024
 Create Date: 2026-11-27 02:00:00
 
 ``notify <userid> <password> language de`` (or the Content-Language of the signup
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0026"
-down_revision: str | Sequence[str] | None = "0023"
+down_revision: str | Sequence[str] | None = "0024"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
