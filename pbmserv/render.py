@@ -278,6 +278,7 @@ def _speaks(env: Environment) -> None:
         npgettext=i18n.npgettext)
     env.policies["ext.i18n.trimmed"] = False
     env.filters["translated"] = i18n.gettext
+    env.globals["spoken"] = i18n.spoken  # the language spoken: <html lang="{{ spoken() }}">
 
 
 @cache

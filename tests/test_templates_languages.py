@@ -1,8 +1,8 @@
 """Every template in every language: a broad session of mail (accounts, help on every
 topic and game, challenges, moves good and bad, chat, clocks, ratings, tournaments,
-settings) is played with its players writing in one language, and each template the
-server renders on the way is rendered again in every other language, with the same
-values, on the spot.  Every mail each session sends keeps its text within 76 columns,
+settings, then the web pages) is played with its players writing in one language, and
+each template the server renders on the way is rendered again in every other language,
+with the same values, on the spot.  Every mail each session sends keeps its text within 76 columns,
 an East Asian wide character counted as two (the Mailer checks every mail's shape)."""
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from typing import Any
 
 import jinja2
 import pytest
+from starlette.testclient import TestClient
 
 from pbmserv import i18n
+from pbmserv.web.app import create_app
 from tests.conftest import Mailer
 
 HELP = ["help", "help amoeba", "help hexamoeba", "help honeydonuts", "help exnihilo",
@@ -59,6 +61,12 @@ def session(mailer: Mailer, language: str) -> None:
     mailer.send("tournament show Spring")
     mailer.send("tournament list")
     mailer.send("multiple", "help\nlist\nnonsense line\n")
+    # the web pages, asked for in the language
+    with TestClient(create_app(mailer.db, mailer.settings)) as client:
+        for path in ("/", "/play", "/games/honeydonuts", "/games/amoeba", "/boards/amoeba/101",
+                     "/boards/honeydonuts/101", "/boards/honeydonuts/101?ply=1",
+                     "/players/alice", "/tournaments", "/tournaments/Spring", "/no-such-page"):
+            client.get(path, headers={"Accept-Language": language})
 
 
 @pytest.mark.parametrize("language", ["de", "fr", "ja"])
@@ -83,6 +91,8 @@ def test_every_template_reached_renders_in_every_language(
                  "summary.txt.j2", "status.txt.j2", "error.txt.j2", "help/overview.txt.j2",
                  "commands/move.txt.j2", "subjects/board.txt.j2", "chat.txt.j2",
                  "help/amoeba.txt.j2", "help/reply.txt.j2", "commands/mail_prefs.txt.j2",
-                 "tournament/show.txt.j2", "words/board.txt.j2"):
+                 "tournament/show.txt.j2", "words/board.txt.j2", "web/board.html.j2",
+                 "web/home.html.j2", "web/player.html.j2", "web/tournament.html.j2",
+                 "web/error.html.j2"):
         assert name in reached, name
-    assert len(reached) >= 60, sorted(reached)
+    assert len(reached) >= 69, sorted(reached)

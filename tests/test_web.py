@@ -332,3 +332,19 @@ def test_serve_runs_the_web_pages_too(settings: Settings, tmp_path: Path) -> Non
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_page_speaks_the_language_the_browser_asks_for(site: Site) -> None:
+    """Accept-Language chooses the page's language (the first of the server's that it
+    names), the page says so in its lang attribute, and caches are told it varies."""
+    english = site.client.get("/boards/honeydonuts/101")
+    assert '<html lang="en">' in english.text and ">Moves<" in english.text
+    assert english.headers["vary"] == "Accept-Language"
+    for asked, lang, moves in (("ja-JP,ja;q=0.9", "ja", ">指し手<"),
+                               ("pt-BR, de;q=0.8", "de", ">Züge<"),
+                               ("fr", "fr", ">Coups<")):
+        page = site.client.get("/boards/honeydonuts/101", headers={"Accept-Language": asked})
+        assert page.status_code == 200
+        assert f'<html lang="{lang}">' in page.text and moves in page.text, asked
+        assert "honeydonuts" in page.text  # a game's name in a command stays as it is
+    assert '<html lang="en">' in site.client.get("/").text  # and the next one is English

@@ -24,6 +24,7 @@ from pbmserv.db.problems import describe
 from pbmserv.db.session import Database
 from pbmserv.service.health import status_of
 from pbmserv.unsubscribe.web import Unsubscribing
+from pbmserv.web.languages import Speaking
 from pbmserv.web.limits import BodyLimit
 from pbmserv.web.metrics import exposition, registry_for
 from pbmserv.web.move import MovePages
@@ -118,6 +119,7 @@ def create_app(db: Database, settings: Settings) -> Starlette:
                                                 methods=["GET", "HEAD", "POST", "PUT",
                                                          "DELETE", "PATCH", "OPTIONS"])],
                     exception_handlers={HTTPException: error, DBAPIError: database_down},
-                    middleware=[Middleware(BodyLimit, refusal=lambda exc: error(None, exc))])
+                    middleware=[Middleware(BodyLimit, refusal=lambda exc: error(None, exc)),
+                                Middleware(Speaking)])
     app.router.redirect_slashes = False
     return app
