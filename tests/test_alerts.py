@@ -27,7 +27,7 @@ from pbmserv.db.status import AlertKind, OutboxStatus, Resolution
 from pbmserv.sender.delivery import Sender
 from pbmserv.timers import run_alerts
 from pbmserv.version import version_text
-from tests.conftest import Mailer, free_port
+from tests.conftest import Mailer, check_mail_shape, free_port
 from tests.dsns import Group, dsn
 
 
@@ -244,6 +244,8 @@ def test_an_alert_that_bounces_counts_against_no_address_and_is_told_otherwise(
     assert cli(settings, "status").exit_code == 0
     assert run_alerts(db, settings, utcnow()) == 1  # the failed mail's: resolved
     assert cli(settings, "alerts", "list").output == "no incident is open\n"
+    check_mail_shape(admin_mails(db, settings))
+    assert all(len(line) <= 76 for line in told.splitlines())
 
 
 def test_a_resolved_incident_is_mailed_and_a_recurrence_is_mailed_again(
@@ -277,6 +279,7 @@ def test_a_resolved_incident_is_mailed_and_a_recurrence_is_mailed_again(
         kinds = [(a.kind, a.resolution) for a in s.scalars(select(Alert).order_by(Alert.id))]
     assert kinds == [(AlertKind.INBOX_FAILED, Resolution.RESOLVED),
                      (AlertKind.INBOX_FAILED, None)]
+    check_mail_shape(admin_mails(db, settings))  # 76 columns, the "resolved" one too
 
 
 def test_mail_not_moving_says_status_exits_1_and_goes_the_second_way_with_the_relay_down(
@@ -296,6 +299,7 @@ def test_mail_not_moving_says_status_exits_1_and_goes_the_second_way_with_the_re
     text = " ".join(mail.body.split())
     assert '"pbmserv status" exits 1 (unhealthy) while mail is not moving' in text
     assert "exits 3" not in text
+    check_mail_shape([mail])
     told = paged.read_text()
     assert told.startswith("Subject: pbmserv: mail is not moving\n\nMail is not moving: ")
     assert cli(settings, "status").exit_code == 1

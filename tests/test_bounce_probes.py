@@ -20,7 +20,7 @@ from pbmserv.db.status import OutboxStatus
 from pbmserv.notifications.outbox import queue_mail
 from pbmserv.sender.delivery import Sender
 from pbmserv.timers import run_alerts, run_bounce_probes
-from tests.conftest import Mailer
+from tests.conftest import Mailer, check_mail_shape
 from tests.test_bounces import dsn, sent_to
 
 
@@ -61,6 +61,7 @@ def test_a_probe_that_does_not_bounce_mails_the_address_again(
             "needed)"
         assert "write any command to the server from this address" in " ".join(
             probe.body.split())
+        check_mail_shape([probe])
     # other mail to bob is still held back meanwhile
     with db.transaction() as s:
         held = queue_mail(s, settings, to="bob@example.org", subject="a board", body="x\n")
@@ -121,3 +122,4 @@ def test_the_daily_report_lists_the_suspended_addresses(
     assert "\nAddresses no longer mailed (1; 1 new in the last day):\n" \
         "  bob@example.org (bob) NEW\n" in report.body
     assert f", 0 of {MAX_PROBES} probes sent\n" in report.body
+    check_mail_shape([report])

@@ -23,6 +23,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from pbmserv.db.models import ServerSecret
@@ -61,12 +62,22 @@ def server_secret(session: Session, configured: str | None) -> bytes:
     if known is not None:
         return known
     row = session.get(ServerSecret, SECRET_NAME)
-    if row is None:
-        row = ServerSecret(name=SECRET_NAME, value=secrets.token_hex(32))
-        session.add(row)
-    value = row.value.encode()
-    _SECRETS[database] = value
-    return value
+    if row is not None:
+        _SECRETS[database] = row.value.encode()
+        return _SECRETS[database]
+    # the first use: made in a savepoint, as another process may make it at the same
+    # moment (its row then stands, and is read); not remembered until read back
+    # committed, as this transaction may yet roll back
+    made = ServerSecret(name=SECRET_NAME, value=secrets.token_hex(32))
+    try:
+        with session.begin_nested():
+            session.add(made)
+    except IntegrityError:
+        row = session.get(ServerSecret, SECRET_NAME)
+        if row is None:  # (not possible: the conflict was with a committed row)
+            raise
+        return row.value.encode()
+    return made.value.encode()
 
 
 def _mac(secret: bytes, payload: str) -> str:

@@ -1,6 +1,6 @@
 """a player may choose the language of the server's mail to them
 
-Revision ID: 0026
+Revision ID: 0025
 Revises: 0024
 Create Date: 2026-11-27 02:00:00
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0026"
+revision: str = "0025"
 down_revision: str | Sequence[str] | None = "0024"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
