@@ -16,6 +16,7 @@ from string import ascii_lowercase
 from typing import Any
 
 from pbmserv.games.base import (
+    N_,
     Engine,
     GameOption,
     IllegalMoveError,
@@ -182,7 +183,7 @@ def _enemy(piece: str, colour: int) -> bool:
 
 class Amoeba(Engine[Position, Turn]):
     name = "amoeba"
-    title = "Amoeba"
+    title = N_("Amoeba")
     seats = ("White", "Black")
     options = (
         GameOption("-small", "the 7x7 board with 38 squares and 11 holes"),

@@ -150,10 +150,18 @@ P = TypeVar("P")
 M = TypeVar("M")
 
 
+def N_(message: str) -> str:
+    """Mark ``message`` for the catalogues (``make messages`` extracts every ``N_``) and
+    return it as it is: ``pbmserv.i18n.N_``, which the engines may not import (they stay
+    pure); a game's ``title`` is marked so, and templates print it ``|translated``."""
+    return message
+
+
 class Engine(ABC, Generic[P, M]):
     """Rules of one game.  ``P`` is its position type, ``M`` its move type."""
 
     name: ClassVar[str]
+    #: the game's name in prose and page headings (marked ``N_``); never in commands
     title: ClassVar[str]
     seats: ClassVar[tuple[str, ...]] = ("first", "second")
     options: ClassVar[tuple[GameOption, ...]] = ()

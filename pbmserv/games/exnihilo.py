@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from pbmserv.games.base import (
+    N_,
     Engine,
     GameOption,
     IllegalMoveError,
@@ -338,7 +339,7 @@ def _flanking_steps(cells: list[str], board: Board, colour: str,
 
 class ExNihilo(Engine[Position, Turn]):
     name = "exnihilo"
-    title = "Ex nihilo"
+    title = N_("Ex nihilo")
     seats = ("White", "Black")
     options = (
         GameOption("-small", "a board of side 4 (37 cells) instead of side 5 (61)"),

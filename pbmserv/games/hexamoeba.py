@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from pbmserv.games.base import (
+    N_,
     Engine,
     IllegalMoveError,
     Outcome,
@@ -90,7 +91,7 @@ def stack_counts(cells: Sequence[str]) -> tuple[int, int]:
 
 class Hexamoeba(Engine[Position, StackMove]):
     name = "hexamoeba"
-    title = "Hexamoeba"
+    title = N_("Hexamoeba")
     seats = ("White", "Black")
     move_forms = ("b3-b5", "c2>c4")
 

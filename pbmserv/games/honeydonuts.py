@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from pbmserv.games.base import (
+    N_,
     Engine,
     GameOption,
     IllegalMoveError,
@@ -148,7 +149,7 @@ _ALL_SHIFTS = tuple(Shift(i, fwd) for i in range(len(LINES)) for fwd in (True, F
 
 class HoneyDonuts(Engine[Position, Shift]):
     name = "honeydonuts"
-    title = "Honey Donuts"
+    title = N_("Honey Donuts")
     seats = ("Red", "Blue")
     options = (
         GameOption(

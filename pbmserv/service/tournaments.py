@@ -463,7 +463,7 @@ class TournamentService:
             return
         active = [p for p in entrants(self.session, tournament) if p.withdrawn_at is None]
         if len(active) < MIN_PLAYERS:
-            self._finish(tournament, "fewer than two players are left in it")
+            self._finish(tournament, N_("fewer than two players are left in it"))
             return
         number = tournament.current_round + 1
         try:
