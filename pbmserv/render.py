@@ -95,7 +95,8 @@ def _fill_wide(words: str, width: int, first: str, rest: str, out: list[str]) ->
         else:
             units.append(unit)
     indent, line, used = first, "", 0
-    room = width - columns(first)
+    # at least one column a line, as textwrap gives when an indent takes the width
+    room = max(width - columns(first), 1)
     for unit in units:
         size = columns(unit)
         if unit.startswith(" "):
@@ -108,16 +109,16 @@ def _fill_wide(words: str, width: int, first: str, rest: str, out: list[str]) ->
                     and columns(line.rstrip()[-1]) == 2:
                 keep, line = line.rstrip()[-1], line.rstrip()[:-1]  # it goes down too
             out.append(indent + line.rstrip(" "))
-            indent, room = rest, width - columns(rest)
+            indent, room = rest, max(width - columns(rest), 1)
             line, used = keep, columns(keep)
-        while size > room and not _URL.match(unit):  # a word wider than a line: cut
+        while unit and size > room and not _URL.match(unit):  # wider than a line: cut
             cut, taken = 0, 0
             while cut < len(unit) and taken + columns(unit[cut]) <= room - used:
                 taken += columns(unit[cut])
                 cut += 1
             cut = max(cut, 1)
             out.append(indent + line + unit[:cut])
-            indent, room = rest, width - columns(rest)
+            indent, room = rest, max(width - columns(rest), 1)
             line, used, unit = "", 0, unit[cut:]
             size = columns(unit)
         line, used = line + unit, used + size

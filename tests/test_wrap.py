@@ -72,3 +72,10 @@ def test_fill_is_textwrap() -> None:
         else:
             assert out == []
     assert taken > 2_000
+
+
+def test_wide_text_under_an_indent_wider_than_the_line_ends() -> None:
+    """East Asian text whose indent takes the whole width gets one character a line,
+    as textwrap gives Latin text then (before, the line filling never ended)."""
+    assert rendering.wrap("日本 ab", 1, " " * 12) == "\n".join(
+        " " * 12 + c for c in "日本ab")
