@@ -111,7 +111,7 @@ class Notifier:
         """The mail choices of ``users`` (those with the defaults are absent), each
         read once per notifier."""
         users = list(users)
-        unknown = [u for u in users if u.id not in self._choices]
+        unknown = list({u.id: u for u in users if u.id not in self._choices}.values())
         if unknown:
             found = choices_of(self.session, unknown)
             for u in unknown:

@@ -93,7 +93,10 @@ def _rendered(notifier: Notifier, section: Section) -> None:
     view = answer.view or board_view(notifier.session, engine, board)
     summary = summary_text(view)
     reader = answer.reader
-    chosen = notifier.choices([reader]).get(reader.id) if reader is not None else None
+    # (the board's players' choices read with the reader's, in one query: the board
+    # mail that follows to the others needs them)
+    chosen = notifier.choices([reader, *(p.user for p in board.players)]).get(
+        reader.id) if reader is not None else None
     if chosen is not None and chosen.words:
         summary += "\n" + words_text(view)
     section.text = render(answer.template, engine=engine, board=view,

@@ -93,6 +93,15 @@ class BoardClock:
     away: dict[int, datetime]
 
 
+#: the vacations of a board's players that touch [since, now] (built once: a statement
+#: built at every call costs its construction and an IN list of values expanded anew)
+_PLAYERS_AWAY = (select(Vacation.user_id, Vacation.starts_at, Vacation.ends_at)
+                 .where(Vacation.user_id.in_(bindparam("users", expanding=True)),
+                        Vacation.ends_at > bindparam("since"),
+                        Vacation.starts_at <= bindparam("now"))
+                 .order_by(Vacation.starts_at))
+
+
 def clock_of(session: Session, board: Board, now: datetime) -> BoardClock:
     """When the clock of the player to move runs out, and who of the board's players
     is away now, read in one query.
@@ -107,11 +116,8 @@ def clock_of(session: Session, board: Board, now: datetime) -> BoardClock:
     if board.finished:
         return BoardClock(None, {})
     start = board.turn_started_at
-    rows = session.execute(
-        select(Vacation.user_id, Vacation.starts_at, Vacation.ends_at)
-        .where(Vacation.user_id.in_([p.user_id for p in board.players]),
-               Vacation.ends_at > min(start, now), Vacation.starts_at <= now)
-        .order_by(Vacation.starts_at)).all()
+    rows = session.execute(_PLAYERS_AWAY, {"users": [p.user_id for p in board.players],
+                                           "since": min(start, now), "now": now}).all()
     away = {user_id: end for user_id, begin, end in rows if begin <= now < end}
     mover = mover_of(board)
     if mover.bot is not None:

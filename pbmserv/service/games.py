@@ -82,6 +82,10 @@ from pbmserv.service.ratings import rate_board
 _QUEUE = (select(QueuedMove)
           .where(QueuedMove.board_id == bindparam("board"), QueuedMove.seat == bindparam("seat"))
           .order_by(QueuedMove.position))
+#: rows of a log, written and never changed: inserted, not held as objects (each
+#: statement built once, as the outbox's is)
+_EVENT_INSERT = insert(BoardEvent)
+_MOVE_INSERT = insert(Move)
 
 
 REQUEST_WORDS = {RequestKind.DRAW: "an agreed end of the game", RequestKind.UNDO: "an undo"}
@@ -112,8 +116,7 @@ class GameService:
         board = None if event.board_id is None else self.session.get(Board, event.board_id)
         if board is not None:
             self.boards[board.id] = board
-        # rows of a log, written and never changed: inserted, not held as objects
-        self.session.execute(insert(BoardEvent), {
+        self.session.execute(_EVENT_INSERT, {
             "board_id": event.board_id, "kind": event.kind, "data": event.data(),
             "created_at": self.now})
         for follower in EVENT_FOLLOWERS.get(type(event), ()):
@@ -307,7 +310,7 @@ class GameService:
         used_seconds = int(used.total_seconds())
         serialized = engine.serialize(position)
         kept = checkpoint(board.ply + 1)
-        self.session.execute(insert(Move), {
+        self.session.execute(_MOVE_INSERT, {
             "board_id": board.id, "ply": board.ply + 1, "seat": seat, "notation": notation,
             "comment": comment, "created_at": self.now,
             "turn_started_at": board.turn_started_at, "nags_before": board.nags_sent,
