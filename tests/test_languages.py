@@ -94,10 +94,10 @@ SAID = {
     "ja": {"signup": "ようこそ、alice さん!", "move": "あなたの手 a1-a2 を指しました",
            "turn": "bob さん(Blue)の番です", "summary": "Honey Donuts 盤 101 の概要",
            "by reply": "このメールに返信して", "won": "さん(", "footer": "コマンドの一覧は"},
-    "de": {"signup": "Willkommen, alice!", "move": "Ihr Zug a1-a2 auf Honey Donuts-Brett 101",
-           "turn": "bob ist am Zug (Blue)", "summary": "Übersicht über Honey Donuts, Brett 101",
-           "by reply": "Oder antworten Sie einfach auf diese Mail",
-           "won": "Partie gewonnen von", "footer": "\"help\" schicken für die Befehle"},
+    "de": {"signup": "Willkommen, alice!", "move": "Dein Zug a1-a2 auf Honey Donuts-Brett 101",
+           "turn": "bob ist am Zug (Blue)", "summary": "Übersicht: Honey Donuts-Brett 101",
+           "by reply": "Oder antworte einfach auf diese Mail",
+           "won": "Sieg für bob", "footer": "schick \"help\" für die Befehle"},
 }
 
 
@@ -181,5 +181,5 @@ def test_the_digest_speaks_its_readers_language(
             OutboxMessage.to_addr == "alice@example.org", OutboxMessage.list_id.is_not(None))
             .order_by(OutboxMessage.id.desc())).first()
         assert mail is not None
-        assert mail.subject == "pbmserv まとめ: 1 盤があなたの手番です"
+        assert mail.subject == "pbmserv digest(まとめ): 1 盤があなたの手番です"
         assert "notify alice <password> digest off" in mail.body
