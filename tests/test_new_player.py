@@ -61,12 +61,15 @@ def test_a_players_own_moves_against_a_bot_are_never_held(db: Database,
     loop = BotLoop(db, limited)
     rng = random.Random(3)
     for _ in range(4):
+        # (the bot thinks for a time, so its moves, and the game's length, vary)
+        if board_row(db, "honeydonuts").finished:
+            break
         alice_moves(mailer, db, "honeydonuts", rng)
         if board_row(db, "honeydonuts").finished:
             break
         assert loop.once() == 1
     mails = outbox(db, "alice@example.org")
-    assert len(mails) > 8
+    assert len(mails) > limited.mails_per_address_hour
     assert {m.status for m in mails} == {OutboxStatus.PENDING}
 
 
